@@ -1,0 +1,23 @@
+"""perspectrum: substantiated perspective discovery.
+
+Find the perspectives people take on a claim, group the equivalent ones, label each
+as supporting or undermining, and back each with evidence paragraphs.
+"""
+
+from perspectrum.data import Dataset, Pool, load_dataset
+from perspectrum.errors import PerspectrumError
+from perspectrum.index import BM25Index, DenseIndex, IndexStore
+from perspectrum.search import Hit, HybridSearcher
+
+__all__ = [
+    "BM25Index",
+    "Dataset",
+    "DenseIndex",
+    "Hit",
+    "HybridSearcher",
+    "IndexStore",
+    "PerspectrumError",
+    "Pool",
+    "load_dataset",
+]
+__version__ = "0.1.0"

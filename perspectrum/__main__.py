@@ -1,0 +1,5 @@
+"""``python -m perspectrum`` runs the command-line interface."""
+
+from perspectrum.cli import main
+
+main()

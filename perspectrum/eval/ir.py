@@ -1,0 +1,263 @@
+"""The paper's IR baselines (Section 6.1), run with BM25, dense and hybrid retrieval.
+
+Every cut-off is chosen on the tuning split (dev) and only then applied to the
+evaluation split, so the reported numbers never see test labels while tuning.
+
+- T1: the top-k perspectives retrieved for the claim (k tuned).
+- T2: always "support" (the paper's IR row has no stance model).
+- T3: two gold perspectives of a claim are equivalent when one is among the other's
+  top-m neighbours within that claim's gold perspectives (m tuned).
+- T4: the evidence pool searched with claim + perspective text, cut per query either
+  at a fixed top-k or relative to the top score (threshold and cap tuned).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perspectrum._progress import progress
+from perspectrum.data import Claim, Dataset, Pool
+from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
+from perspectrum.index import IndexStore
+from perspectrum.search import Hit, HybridSearcher, Searcher
+
+#: Table 3 of the paper, IR row (test split, percent).
+PAPER_IR = {
+    "t1": {"precision": 46.8, "recall": 34.9, "f1": 40.0},
+    "t2": {"precision": 51.6, "recall": 100.0, "f1": 68.0},
+    "t3": {"precision": 36.5, "recall": 36.5, "f1": 36.5},
+    "t4": {"precision": 42.2, "recall": 52.5, "f1": 46.8},
+    "t5": 12.8,
+}
+
+METHODS = ("bm25", "dense", "hybrid")
+DEPTH = 100
+T1_CURVE_KS = tuple(range(5, DEPTH + 1, 5))
+T4_CURVE_KS = tuple(range(10, DEPTH + 1, 10))
+RELATIVE_RATIOS = tuple(round(r, 3) for r in np.arange(0.3, 1.0001, 0.025))
+RELATIVE_CAPS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
+#: How the T4 query is formed for a gold cluster (see :func:`t4_queries`).
+T4_QUERIES = ("cluster", "perspective", "cluster_no_claim")
+
+Run = dict[Any, list[Hit]]
+
+
+@dataclass(frozen=True)
+class Cutoff:
+    """A per-query cut-off: keep the top ``k``, or hits scoring ≥ ``ratio`` × the top score.
+
+    With ``ratio`` set, ``k`` caps the list; ``ratio=None`` is a plain top-k.
+    """
+
+    k: int
+    ratio: float | None = None
+
+    def apply(self, hits: Sequence[Hit]) -> list[Any]:
+        if not hits:
+            return []
+        if self.ratio is None:
+            return [h.doc_id for h in hits[: self.k]]
+        floor = self.ratio * hits[0].score
+        return [h.doc_id for h in hits[: self.k] if h.score >= floor]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"k": self.k, "ratio": self.ratio}
+
+
+def _tune(candidates: Sequence[Any], objective: Callable[[Any], float]) -> tuple[Any, float]:
+    """The candidate with the best objective (first one on ties) and its value."""
+    best = max(candidates, key=objective)
+    return best, objective(best)
+
+
+def _pct(metrics: Mapping[str, float]) -> dict[str, float]:
+    """Fractions to percent, counts left alone, for display and JSON."""
+    return {k: (round(v * 100, 2) if k not in ("pairs", "clusters") else int(v)) for k, v in metrics.items()}
+
+
+class Retrieval:
+    """The three searchers over one pool, with runs computed once per query set.
+
+    Hybrid runs are fused from the BM25 and dense runs already computed, so each
+    query is searched once per ranker.
+    """
+
+    def __init__(self, store: IndexStore, pool: Pool, build_missing: bool, show_progress: bool) -> None:
+        bm25 = store.open(pool, "bm25", build_missing, show_progress)
+        dense = store.open(pool, "dense", build_missing, show_progress)
+        self.searchers: dict[str, Searcher] = {"bm25": bm25, "dense": dense}
+        self.hybrid = HybridSearcher(bm25, dense)
+        self.searchers["hybrid"] = self.hybrid
+
+    def runs(self, queries: Mapping[Any, str], k: int = DEPTH) -> dict[str, Run]:
+        keys, texts = list(queries), list(queries.values())
+        lexical = self.searchers["bm25"].batch_search(texts, k)
+        dense = self.searchers["dense"].batch_search(texts, k)
+        hybrid = self.hybrid.fuse(lexical, dense, k)
+        return {name: dict(zip(keys, hits)) for name, hits in
+                (("bm25", lexical), ("dense", dense), ("hybrid", hybrid))}
+
+
+def t1_runs(retrieval: Retrieval, claims: Sequence[Claim]) -> dict[str, Run]:
+    return retrieval.runs({c.cid: c.text for c in claims})
+
+
+def t3_neighbours(searcher: Searcher, dataset: Dataset, claims: Sequence[Claim]) -> dict[int, dict[int, list[int]]]:
+    """For each claim, each gold perspective's other gold perspectives, nearest first."""
+    out: dict[int, dict[int, list[int]]] = {}
+    for claim in claims:
+        pids = sorted(claim.gold_pids)
+        scores = searcher.score([dataset.perspectives[p].text for p in pids], pids)
+        order: dict[int, list[int]] = {}
+        for row, pid in enumerate(pids):
+            ranked = np.lexsort((np.arange(len(pids)), -scores[row]))
+            order[pid] = [pids[j] for j in ranked if pids[j] != pid]
+        out[claim.cid] = order
+    return out
+
+
+def t3_pairs(neighbours: Mapping[int, Mapping[int, list[int]]], m: int) -> dict[int, set[tuple[int, int]]]:
+    """Pairs called equivalent: q among p's top-m neighbours, or p among q's."""
+    return {
+        cid: {tuple(sorted((p, q))) for p, ranked in order.items() for q in ranked[:m]}
+        for cid, order in neighbours.items()
+    }
+
+
+def t4_queries(dataset: Dataset, claims: Sequence[Claim], mode: str) -> dict[ClusterKey, str]:
+    """One evidence query per gold cluster that has gold evidence.
+
+    ``cluster``: the claim and every paraphrase in the cluster; ``perspective``: the
+    claim and the cluster's first perspective (one perspective, as in a per-perspective
+    reading of the paper); ``cluster_no_claim``: the paraphrases alone.
+    """
+    queries = {}
+    for claim in claims:
+        for index, cluster in enumerate(claim.clusters):
+            if not cluster.evidence:
+                continue
+            texts = [dataset.perspectives[p].text for p in cluster.pids]
+            if mode == "cluster":
+                queries[(claim.cid, index)] = " ".join([claim.text, *texts])
+            elif mode == "perspective":
+                queries[(claim.cid, index)] = f"{claim.text} {texts[0]}"
+            elif mode == "cluster_no_claim":
+                queries[(claim.cid, index)] = " ".join(texts)
+            else:
+                raise ValueError(f"unknown T4 query mode {mode!r}")
+    return queries
+
+
+def _t4_scored(cutoff: Cutoff, claims: Sequence[Claim], run: Run, average: str = "macro") -> dict[str, float]:
+    return t4_evidence(claims, {q: cutoff.apply(hits) for q, hits in run.items()}, average)
+
+
+def _latency(searcher: Searcher, queries: Sequence[str], k: int = DEPTH) -> dict[str, float]:
+    """p50/p95 wall time (ms) of one ``search`` call per query, as a user would issue it."""
+    times = []
+    for query in queries:
+        start = time.perf_counter()
+        searcher.search(query, k)
+        times.append((time.perf_counter() - start) * 1000)
+    return {"p50_ms": round(float(np.percentile(times, 50)), 2),
+            "p95_ms": round(float(np.percentile(times, 95)), 2), "queries": len(times)}
+
+
+def evaluate_ir(
+    dataset: Dataset,
+    store: IndexStore,
+    split: str = "test",
+    tune_split: str = "dev",
+    build_missing: bool = True,
+    show_progress: bool = False,
+) -> dict[str, Any]:
+    """Run the IR baselines with every retriever; tune on ``tune_split``, score on ``split``.
+
+    Returns:
+        A JSON-ready dict: per-method T1–T5 (percent) with the tuned parameters, the
+        T4 query/cut-off/averaging variants, recall@k curves for T1 and T4
+        candidates, per-query latency, and the paper's IR row for comparison.
+    """
+    started = time.perf_counter()
+    tune, test = dataset.split(tune_split), dataset.split(split)
+    perspectives = Retrieval(store, Pool.from_dataset(dataset, "perspectives"), build_missing, show_progress)
+    evidence = Retrieval(store, Pool.from_dataset(dataset, "evidence"), build_missing, show_progress)
+    methods: dict[str, dict[str, Any]] = {m: {} for m in METHODS}
+    curves: dict[str, Any] = {"t1": {"k": list(T1_CURVE_KS)}, "t4": {"k": list(T4_CURVE_KS)}}
+    variants: list[dict[str, Any]] = []
+    stance = _pct(t2_stance(test, {(c.cid, p): True for c in test for p in c.gold_pids}))
+
+    with progress("IR baselines", 4, enabled=show_progress) as advance:
+        tune_runs, test_runs = t1_runs(perspectives, tune), t1_runs(perspectives, test)
+        for name in METHODS:
+            k, dev_f1 = _tune(range(1, DEPTH + 1), lambda k: t1_relevance(
+                tune, {c: [h.doc_id for h in r[:k]] for c, r in tune_runs[name].items()})["f1"])
+            cut = {c: [h.doc_id for h in r[:k]] for c, r in test_runs[name].items()}
+            methods[name]["t1"] = {**_pct(t1_relevance(test, cut)), "k": k, "dev_f1": round(dev_f1 * 100, 2)}
+            curves["t1"][name] = [round(t1_relevance(
+                test, {c: [h.doc_id for h in r[:k]] for c, r in test_runs[name].items()})["recall"] * 100, 2)
+                for k in T1_CURVE_KS]
+        advance(1)
+
+        for name in METHODS:
+            searcher = perspectives.searchers[name]
+            tune_nb, test_nb = t3_neighbours(searcher, dataset, tune), t3_neighbours(searcher, dataset, test)
+            widest = max(len(c.gold_pids) for c in tune)
+            m, dev_f1 = _tune(range(0, widest), lambda m: t3_equivalence(tune, t3_pairs(tune_nb, m))["f1"])
+            methods[name]["t3"] = {**_pct(t3_equivalence(test, t3_pairs(test_nb, m))), "m": m,
+                                   "dev_f1": round(dev_f1 * 100, 2)}
+        advance(1)
+
+        for mode in T4_QUERIES:
+            tune_t4 = evidence.runs(t4_queries(dataset, tune, mode))
+            test_t4 = evidence.runs(t4_queries(dataset, test, mode))
+            for name in METHODS:
+                for kind, grid in (
+                    ("top_k", [Cutoff(k) for k in range(1, 31)]),
+                    ("relative", [Cutoff(k, r) for r in RELATIVE_RATIOS for k in RELATIVE_CAPS]),
+                ):
+                    cutoff, dev_f1 = _tune(grid, lambda c: _t4_scored(c, tune, tune_t4[name])["f1"])
+                    row = {"method": name, "query": mode, "cutoff": kind, **cutoff.to_dict(),
+                           "dev_f1": round(dev_f1 * 100, 2),
+                           "macro": _pct(_t4_scored(cutoff, test, test_t4[name])),
+                           "micro": _pct(_t4_scored(cutoff, test, test_t4[name], "micro"))}
+                    variants.append(row)
+                if mode == "cluster":
+                    curves["t4"][name] = [round(t4_evidence(
+                        test, {q: [h.doc_id for h in hits[:k]] for q, hits in test_t4[name].items()})["recall"] * 100, 2)
+                        for k in T4_CURVE_KS]
+        advance(1)
+
+        for name in METHODS:
+            chosen = next(v for v in variants if v["method"] == name and v["query"] == "cluster"
+                          and v["cutoff"] == "relative")
+            methods[name]["t4"] = {**chosen["macro"], "query": "cluster", "cutoff": "relative",
+                                   "k": chosen["k"], "ratio": chosen["ratio"], "dev_f1": chosen["dev_f1"]}
+            methods[name]["t2"] = stance
+            methods[name]["t5"] = round(t5_overall(methods[name]["t1"]["f1"] / 100, stance["f1"] / 100,
+                                                   methods[name]["t4"]["f1"] / 100) * 100, 2)
+        claims_text = [c.text for c in test]
+        evidence_text = list(t4_queries(dataset, test, "perspective").values())[:200]
+        latency = {
+            "perspectives": {n: _latency(perspectives.searchers[n], claims_text) for n in METHODS},
+            "evidence": {n: _latency(evidence.searchers[n], evidence_text) for n in METHODS},
+        }
+        advance(1)
+
+    return {
+        "system": "ir",
+        "split": split,
+        "tuned_on": tune_split,
+        "headline": {"t1": "cluster-coverage recall", "t4": "cluster query, relative cut-off, macro"},
+        "paper": PAPER_IR,
+        "methods": methods,
+        "t4_variants": variants,
+        "recall_curves": curves,
+        "latency": latency,
+        "seconds": round(time.perf_counter() - started, 1),
+    }

@@ -1,0 +1,292 @@
+"""Build, store and reopen the BM25 and dense indexes over a pool.
+
+An index is a folder you can inspect (as in pyserini): the engine's files, ``docids.txt``
+(one id per line, in row order) and ``meta.json`` (pool, settings, the key it was built
+for and a SHA-256 of every file). Layout: ``<root>/<pool>/<kind>/``.
+
+Writes are atomic: an index is built in a hidden temporary folder beside its final
+place and renamed into it only once complete, so a crash never leaves a half-written
+index under the final name. On open, the stored key is compared with the key of the
+current pool content and settings (stale) and every file with its recorded hash
+(incomplete or corrupt); either way the caller gets a clear message or a rebuild.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perspectrum._progress import progress, say
+from perspectrum.config import BM25Params, DenseParams
+from perspectrum.data import Pool, sha256_file
+from perspectrum.encoder import Encoder
+from perspectrum.errors import PerspectrumError
+from perspectrum.search import DocId, Hit, top_hits
+
+KINDS = ("bm25", "dense")
+META = "meta.json"
+DOCIDS = "docids.txt"
+
+
+def _write_docids(folder: Path, doc_ids: Sequence[DocId]) -> None:
+    id_type = "int" if all(isinstance(i, int) for i in doc_ids) else "str"
+    (folder / DOCIDS).write_text(f"#{id_type}\n" + "".join(f"{i}\n" for i in doc_ids), encoding="utf-8")
+
+
+def _read_docids(folder: Path) -> list[DocId]:
+    header, *lines = (folder / DOCIDS).read_text(encoding="utf-8").splitlines()
+    return [int(line) for line in lines] if header == "#int" else lines
+
+
+class BM25Index:
+    """Lucene-style BM25 over one pool, with ``bm25s`` as the engine.
+
+    Query and documents go through the same analyser (lower-casing, English
+    stopwords, Porter stemming), as a Lucene ``EnglishAnalyzer`` would.
+    """
+
+    name = "bm25"
+
+    def __init__(self, retriever: Any, doc_ids: Sequence[DocId], params: BM25Params) -> None:
+        import Stemmer
+
+        self.retriever = retriever
+        self.doc_ids = list(doc_ids)
+        self.params = params
+        self._stemmer = Stemmer.Stemmer(params.stemmer)
+        self._row_of = {d: i for i, d in enumerate(self.doc_ids)}
+
+    def _tokenize(self, texts: Sequence[str], show_progress: bool = False) -> Any:
+        import bm25s
+
+        return bm25s.tokenize(
+            list(texts),
+            stopwords=self.params.stopwords,
+            stemmer=self._stemmer.stemWords,
+            return_ids=False,
+            show_progress=show_progress,
+        )
+
+    @classmethod
+    def build(cls, pool: Pool, params: BM25Params = BM25Params(), show_progress: bool = False) -> BM25Index:
+        import bm25s
+
+        index = cls(bm25s.BM25(k1=params.k1, b=params.b, method=params.method), pool.ids, params)
+        with progress(f"BM25 {pool.name}", 2, enabled=show_progress) as advance:
+            tokens = index._tokenize(pool.texts)
+            advance(1)
+            index.retriever.index(tokens, show_progress=False)
+            advance(1)
+        return index
+
+    def save(self, folder: Path) -> None:
+        self.retriever.save(str(folder), show_progress=False)
+        _write_docids(folder, self.doc_ids)
+
+    @classmethod
+    def load(cls, folder: Path, params: BM25Params) -> BM25Index:
+        import bm25s
+
+        retriever = bm25s.BM25.load(str(folder), show_progress=False)
+        return cls(retriever, _read_docids(folder), params)
+
+    def _scores(self, query: str) -> np.ndarray:
+        tokens = [t for t in self._tokenize([query])[0] if t in self.retriever.vocab_dict]
+        if not tokens:
+            return np.zeros(len(self.doc_ids), dtype=np.float32)
+        return self.retriever.get_scores(tokens)
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return top_hits(self._scores(query), self.doc_ids, k)
+
+    def batch_search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        return [self.search(q, k) for q in queries]
+
+    def score(self, queries: Sequence[str], doc_ids: Sequence[DocId]) -> np.ndarray:
+        rows = [self._row_of[d] for d in doc_ids]
+        return np.array([self._scores(q)[rows] for q in queries]).reshape(len(queries), len(rows))
+
+
+class DenseIndex:
+    """Exact inner-product search (faiss ``IndexFlatIP``) over normalised embeddings.
+
+    The pools are small (≤ 11k rows), so exact search costs well under a millisecond
+    and needs no training, unlike IVF or HNSW indexes.
+    """
+
+    name = "dense"
+
+    def __init__(self, faiss_index: Any, doc_ids: Sequence[DocId], encoder: Encoder, params: DenseParams) -> None:
+        self.faiss_index = faiss_index
+        self.doc_ids = list(doc_ids)
+        self.encoder = encoder
+        self.params = params
+        self._row_of = {d: i for i, d in enumerate(self.doc_ids)}
+        self.embeddings = faiss_index.reconstruct_n(0, faiss_index.ntotal)
+
+    @classmethod
+    def build(cls, pool: Pool, encoder: Encoder, params: DenseParams = DenseParams(),
+              show_progress: bool = False) -> DenseIndex:
+        import faiss
+
+        vectors = encoder.encode(list(pool.texts), params.batch_size, show_progress, f"dense {pool.name}")
+        index = faiss.IndexFlatIP(vectors.shape[1])
+        index.add(vectors)
+        return cls(index, pool.ids, encoder, params)
+
+    def save(self, folder: Path) -> None:
+        import faiss
+
+        faiss.write_index(self.faiss_index, str(folder / "index.faiss"))
+        _write_docids(folder, self.doc_ids)
+
+    @classmethod
+    def load(cls, folder: Path, encoder: Encoder, params: DenseParams) -> DenseIndex:
+        import faiss
+
+        return cls(faiss.read_index(str(folder / "index.faiss")), _read_docids(folder), encoder, params)
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return self.batch_search([query], k)[0]
+
+    def batch_search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        vectors = self.encoder.encode(list(queries), self.params.batch_size)
+        return self.search_vectors(vectors, k)
+
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+        """Search with query vectors already encoded (to share one encoding pass)."""
+        k = min(k, len(self.doc_ids))
+        scores, rows = self.faiss_index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+        return [
+            [Hit(self.doc_ids[r], float(s)) for s, r in zip(srow, rrow) if r >= 0]
+            for srow, rrow in zip(scores, rows)
+        ]
+
+    def score(self, queries: Sequence[str], doc_ids: Sequence[DocId]) -> np.ndarray:
+        vectors = self.encoder.encode(list(queries), self.params.batch_size)
+        return vectors @ self.embeddings[[self._row_of[d] for d in doc_ids]].T
+
+
+class IndexStore:
+    """The ``indexes/`` folder: where each (pool, kind) index lives and whether it is usable.
+
+    Args:
+        root: the folder holding all indexes (``indexes/`` by default).
+        bm25: settings for BM25 indexes.
+        dense: settings for dense indexes; the encoder is loaded only to build or query.
+    """
+
+    def __init__(self, root: str | Path, bm25: BM25Params = BM25Params(), dense: DenseParams = DenseParams()) -> None:
+        self.root = Path(root)
+        self.bm25 = bm25
+        self.dense = dense
+        self._encoder: Encoder | None = None
+
+    @property
+    def encoder(self) -> Encoder:
+        if self._encoder is None:
+            self._encoder = Encoder(self.dense.encoder)
+        return self._encoder
+
+    def folder(self, pool: Pool, kind: str) -> Path:
+        if kind not in KINDS:
+            raise PerspectrumError(f"unknown index kind {kind!r}: choose one of {', '.join(KINDS)}")
+        return self.root / pool.name / kind
+
+    def key(self, pool: Pool, kind: str) -> str:
+        """What an index must have been built for: pool content, kind, settings, encoder."""
+        self.folder(pool, kind)  # validates the kind
+        if kind == "bm25":
+            settings: dict[str, Any] = self.bm25.to_dict()
+        else:
+            settings = {"encoder": self.encoder.identity}
+        blob = json.dumps({"pool": pool.fingerprint, "kind": kind, "settings": settings}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def check(self, pool: Pool, kind: str) -> str | None:
+        """Why the stored index cannot be used as it is, or ``None`` when it can."""
+        folder = self.folder(pool, kind)
+        if not folder.exists():
+            return f"no {kind} index for the {pool.name} pool in {folder}"
+        try:
+            meta = json.loads((folder / META).read_text(encoding="utf-8"))
+            recorded = meta["files"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return f"the {kind} index in {folder} is incomplete (no valid {META})"
+        if meta.get("key") != self.key(pool, kind):
+            return f"the {kind} index in {folder} is stale (built for other pool content or settings)"
+        for name, digest in recorded.items():
+            path = folder / name
+            if not path.is_file() or sha256_file(path) != digest:
+                return f"the {kind} index in {folder} is corrupt ({name} is missing or changed)"
+        return None
+
+    def open(self, pool: Pool, kind: str, build_missing: bool = True, show_progress: bool = False) -> BM25Index | DenseIndex:
+        """The usable index of a pool: loaded when sound, else rebuilt (or refused).
+
+        Args:
+            build_missing: rebuild a missing, stale or corrupt index (saying why on
+                stderr); with ``False`` such an index raises a
+                :class:`PerspectrumError` that names ``perspectrum index build``.
+        """
+        problem = self.check(pool, kind)
+        if problem is None:
+            return self._load(pool, kind)
+        if not build_missing:
+            raise PerspectrumError(f"{problem}; run `perspectrum index build`")
+        say(f"{problem}: building it")
+        return self.build(pool, kind, show_progress=show_progress)[0]
+
+    def _load(self, pool: Pool, kind: str) -> BM25Index | DenseIndex:
+        folder = self.folder(pool, kind)
+        if kind == "bm25":
+            return BM25Index.load(folder, self.bm25)
+        return DenseIndex.load(folder, self.encoder, self.dense)
+
+    def build(self, pool: Pool, kind: str, show_progress: bool = False) -> tuple[BM25Index | DenseIndex, float]:
+        """Build an index, write it atomically, and return it with the build seconds."""
+        key = self.key(pool, kind)
+        start = time.perf_counter()
+        index: BM25Index | DenseIndex
+        if kind == "bm25":
+            index = BM25Index.build(pool, self.bm25, show_progress)
+            settings: dict[str, Any] = self.bm25.to_dict()
+        else:
+            index = DenseIndex.build(pool, self.encoder, self.dense, show_progress)
+            settings = {**self.dense.to_dict(), "encoder_id": self.encoder.identity,
+                        "dimension": index.faiss_index.d, "normalised": True}
+        seconds = time.perf_counter() - start
+        final = self.folder(pool, kind)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{kind}.tmp-", dir=final.parent))
+        try:
+            index.save(tmp)
+            files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+            meta = {"kind": kind, "pool": pool.name, "count": len(pool), "key": key,
+                    "pool_fingerprint": pool.fingerprint, "settings": settings,
+                    "build_seconds": round(seconds, 2), "files": files}
+            (tmp / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+            self._swap_in(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return index, seconds
+
+    @staticmethod
+    def _swap_in(tmp: Path, final: Path) -> None:
+        """Replace ``final`` by ``tmp`` with renames, so readers see old or new, never half."""
+        old = None
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
+            old.rmdir()
+            final.rename(old)
+        tmp.rename(final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,105 @@
+"""Index build, reuse, staleness and corruption on the fixture pools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perspectrum.config import BM25Params
+from perspectrum.data import Pool
+from perspectrum.errors import PerspectrumError
+from perspectrum.index import BM25Index, DenseIndex, IndexStore
+
+
+@pytest.fixture
+def pool(dataset) -> Pool:
+    return Pool.from_dataset(dataset, "perspectives")
+
+
+def test_bm25_ranks_the_matching_sentence_first(pool: Pool) -> None:
+    index = BM25Index.build(pool)
+    hits = index.search("radioactive waste hazard", 3)
+    assert hits[0].doc_id == 9
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # stemming: "breeds"/"breeding" and "programme"/"programmes" meet on the Porter stem
+    assert index.search("breeds programme", 2)[0].doc_id in (1, 2)
+
+
+def test_bm25_query_with_no_known_word_scores_zero(pool: Pool) -> None:
+    index = BM25Index.build(pool)
+    assert index.score(["the of and", "xylophone"], [1, 2]).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert index.search("", 2)[0].score == 0.0
+
+
+def test_bm25_score_matches_search(pool: Pool) -> None:
+    index = BM25Index.build(pool)
+    hits = index.search("nuclear waste", 5)
+    scores = index.score(["nuclear waste"], [h.doc_id for h in hits])[0]
+    assert scores == pytest.approx([h.score for h in hits])
+
+
+def test_store_builds_then_reuses(tmp_path: Path, pool: Pool) -> None:
+    store = IndexStore(tmp_path / "idx")
+    assert "no bm25 index" in store.check(pool, "bm25")
+    built, _ = store.build(pool, "bm25")
+    assert store.check(pool, "bm25") is None
+    meta = json.loads((tmp_path / "idx" / "perspectives" / "bm25" / "meta.json").read_text())
+    assert meta["count"] == len(pool) and meta["settings"]["k1"] == 0.9
+    assert (tmp_path / "idx" / "perspectives" / "bm25" / "docids.txt").read_text().splitlines()[1] == "1"
+    loaded = store.open(pool, "bm25", build_missing=False)
+    assert loaded.search("cars pollute", 3) == built.search("cars pollute", 3)
+    # nothing temporary is left beside the index
+    assert sorted(p.name for p in (tmp_path / "idx" / "perspectives").iterdir()) == ["bm25"]
+
+
+def test_changed_pool_makes_the_index_stale(tmp_path: Path, pool: Pool) -> None:
+    store = IndexStore(tmp_path)
+    store.build(pool, "bm25")
+    changed = Pool(pool.name, pool.ids, pool.texts[:-1] + ("Tea is better than cocoa",))
+    assert "stale" in store.check(changed, "bm25")
+    with pytest.raises(PerspectrumError, match=r"stale.*perspectrum index build"):
+        store.open(changed, "bm25", build_missing=False)
+    rebuilt = store.open(changed, "bm25", build_missing=True)
+    assert rebuilt.search("cocoa", 1)[0].doc_id == pool.ids[-1]
+    assert store.check(changed, "bm25") is None
+
+
+def test_changed_settings_make_the_index_stale(tmp_path: Path, pool: Pool) -> None:
+    IndexStore(tmp_path).build(pool, "bm25")
+    assert "stale" in IndexStore(tmp_path, bm25=BM25Params(k1=1.2)).check(pool, "bm25")
+
+
+def test_corrupt_and_half_written_indexes_are_detected(tmp_path: Path, pool: Pool) -> None:
+    store = IndexStore(tmp_path)
+    store.build(pool, "bm25")
+    folder = tmp_path / "perspectives" / "bm25"
+    vocab = folder / "vocab.index.json"
+    vocab.write_text(vocab.read_text()[:10])
+    assert "corrupt (vocab.index.json" in store.check(pool, "bm25")
+    (folder / "meta.json").unlink()
+    assert "incomplete" in store.check(pool, "bm25")
+    store.open(pool, "bm25", build_missing=True)
+    assert store.check(pool, "bm25") is None
+
+
+def test_unknown_kind_is_refused(tmp_path: Path, pool: Pool) -> None:
+    with pytest.raises(PerspectrumError, match="unknown index kind"):
+        IndexStore(tmp_path).check(pool, "splade")
+
+
+def test_dense_index_round_trip(tmp_path: Path, pool: Pool, encoder) -> None:
+    store = IndexStore(tmp_path)
+    store._encoder = encoder
+    built, _ = store.build(pool, "dense")
+    assert built.embeddings.shape == (len(pool), 384)
+    assert np.linalg.norm(built.embeddings, axis=1) == pytest.approx(1.0, abs=1e-5)
+    loaded = store.open(pool, "dense", build_missing=False)
+    assert isinstance(loaded, DenseIndex)
+    # a paraphrase with few shared words still finds its sentence
+    hits = loaded.search("kids get less time to play because of homework", 2)
+    assert {h.doc_id for h in hits} <= {4, 5} and hits[0].score > 0.5
+    scores = loaded.score(["kids get less time to play because of homework"], [h.doc_id for h in hits])[0]
+    assert scores == pytest.approx([h.score for h in hits], abs=1e-5)

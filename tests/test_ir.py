@@ -1,0 +1,59 @@
+"""The IR baselines end to end on the fixture, and their tuning pieces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perspectrum.eval.ir import METHODS, Cutoff, evaluate_ir, t3_pairs, t4_queries
+from perspectrum.eval.report import ir_table, plot_recall_curves
+from perspectrum.index import IndexStore
+from perspectrum.search import Hit
+
+
+def test_cutoff_top_k_and_relative() -> None:
+    hits = [Hit(1, 10.0), Hit(2, 8.0), Hit(3, 5.0), Hit(4, 4.9)]
+    assert Cutoff(2).apply(hits) == [1, 2]
+    assert Cutoff(10, ratio=0.5).apply(hits) == [1, 2, 3]  # 5.0 >= 0.5 x 10, 4.9 is not
+    assert Cutoff(2, ratio=0.1).apply(hits) == [1, 2]  # the cap still holds
+    assert Cutoff(3, ratio=0.9).apply([]) == []
+
+
+def test_t3_pairs_take_either_direction() -> None:
+    neighbours = {7: {1: [2, 3], 2: [3, 1], 3: [1, 2]}}
+    assert t3_pairs(neighbours, 1) == {7: {(1, 2), (2, 3), (1, 3)}}
+    assert t3_pairs(neighbours, 0) == {7: set()}
+
+
+def test_t4_query_modes(dataset) -> None:
+    claim = dataset.claims[9]
+    cluster = t4_queries(dataset, [claim], "cluster")
+    assert cluster[(9, 0)] == f"{claim.text} {dataset.perspectives[25].text} {dataset.perspectives[26].text}"
+    assert t4_queries(dataset, [claim], "perspective")[(9, 0)] == f"{claim.text} {dataset.perspectives[25].text}"
+    assert claim.text not in t4_queries(dataset, [claim], "cluster_no_claim")[(9, 0)]
+    # claim 2's second cluster has no gold evidence, so it gets no query
+    assert (2, 1) not in t4_queries(dataset, [dataset.claims[2]], "cluster")
+    with pytest.raises(ValueError):
+        t4_queries(dataset, [claim], "title")
+
+
+def test_evaluate_ir_on_the_fixture(dataset, tmp_path: Path, encoder) -> None:
+    store = IndexStore(tmp_path / "idx")
+    store._encoder = encoder
+    result = evaluate_ir(dataset, store, split="test", tune_split="dev")
+    assert set(result["methods"]) == set(METHODS)
+    for scores in result["methods"].values():
+        assert 0 <= scores["t1"]["f1"] <= 100 and 1 <= scores["t1"]["k"] <= 100
+        assert scores["t2"]["recall"] == 100.0  # always "support"
+        assert scores["t5"] == pytest.approx(
+            scores["t1"]["f1"] * scores["t2"]["f1"] * scores["t4"]["f1"] / 1e4, abs=0.01)
+    # the fixture's test claims are easy for BM25: each claim shares words with its perspectives
+    assert result["methods"]["bm25"]["t1"]["recall"] > 0
+    assert len(result["recall_curves"]["t1"]["bm25"]) == len(result["recall_curves"]["t1"]["k"])
+    assert result["recall_curves"]["t1"]["bm25"] == sorted(result["recall_curves"]["t1"]["bm25"])
+    assert {v["query"] for v in result["t4_variants"]} == {"cluster", "perspective", "cluster_no_claim"}
+    assert result["latency"]["perspectives"]["bm25"]["queries"] == 2
+    plot = plot_recall_curves(result, tmp_path / "curves.png")
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ir_table(result).row_count == 6
