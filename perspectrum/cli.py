@@ -214,11 +214,13 @@ def evaluate(
     from perspectrum._io import write_json
     from perspectrum.data import load_dataset
     from perspectrum.eval.ir import evaluate_ir
-    from perspectrum.eval.report import ir_table, plot_recall_curves
+    from perspectrum.eval.report import ir_table, ir_tuning, plot_recall_curves
 
     dataset = load_dataset(data_dir, verify=not no_verify)
     result = evaluate_ir(dataset, _store(index_dir), split=split.value, show_progress=True)
     console.print(ir_table(result))
+    for line in ir_tuning(result):
+        console.print(f"tuned on {result['tuned_on']}: {line}")
     for pool, methods in result["latency"].items():
         line = ", ".join(f"{m} {v['p50_ms']:.1f}/{v['p95_ms']:.1f}" for m, v in methods.items())
         console.print(f"latency p50/p95 ms per query ({pool}, k=100): {line}")

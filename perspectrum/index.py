@@ -17,6 +17,7 @@ import hashlib
 import json
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,18 +63,20 @@ class BM25Index:
         self.doc_ids = list(doc_ids)
         self.params = params
         self._stemmer = Stemmer.Stemmer(params.stemmer)
+        self._stem_lock = threading.Lock()  # PyStemmer objects are not thread-safe
         self._row_of = {d: i for i, d in enumerate(self.doc_ids)}
 
-    def _tokenize(self, texts: Sequence[str], show_progress: bool = False) -> Any:
+    def _tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         import bm25s
 
-        return bm25s.tokenize(
-            list(texts),
-            stopwords=self.params.stopwords,
-            stemmer=self._stemmer.stemWords,
-            return_ids=False,
-            show_progress=show_progress,
-        )
+        with self._stem_lock:
+            return bm25s.tokenize(
+                list(texts),
+                stopwords=self.params.stopwords,
+                stemmer=self._stemmer.stemWords,
+                return_ids=False,
+                show_progress=False,
+            )
 
     @classmethod
     def build(cls, pool: Pool, params: BM25Params = BM25Params(), show_progress: bool = False) -> BM25Index:

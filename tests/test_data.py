@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,12 @@ def test_download_without_network_fails_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(PerspectrumError, match="cannot download http://127.0.0.1:9/") as info:
         download(tmp_path / "got", base_url="http://127.0.0.1:9/", timeout=5)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.skipif(not os.environ.get("PERSPECTRUM_DATA"), reason="PERSPECTRUM_DATA not set")
+def test_real_release_counts() -> None:
+    """Where the real v1.0 files are present (CI), they verify and give the published counts."""
+    counts = load_dataset().counts()
+    assert (counts["claims"], counts["perspectives"], counts["evidence"]) == (907, 11112, 8092)
+    assert (counts["train_claims"], counts["dev_claims"], counts["test_claims"]) == (541, 139, 227)
+    assert (counts["test_clusters"], counts["test_pairs"]) == (1204, 2773)

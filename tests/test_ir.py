@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from perspectrum.eval.ir import METHODS, Cutoff, evaluate_ir, t3_pairs, t4_queries
-from perspectrum.eval.report import ir_table, plot_recall_curves
+from perspectrum.eval.report import ir_table, ir_tuning, plot_recall_curves
 from perspectrum.index import IndexStore
 from perspectrum.search import Hit
 
@@ -56,4 +56,5 @@ def test_evaluate_ir_on_the_fixture(dataset, tmp_path: Path, encoder) -> None:
     assert result["latency"]["perspectives"]["bm25"]["queries"] == 2
     plot = plot_recall_curves(result, tmp_path / "curves.png")
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert ir_table(result).row_count == 6
+    assert ir_table(result).row_count == 4 * 3 + 1
+    assert len(ir_tuning(result)) == len(METHODS)

@@ -10,31 +10,39 @@ from rich.table import Table
 from perspectrum._io import atomic_write
 
 _TASKS = (("t1", "T1 relevance"), ("t2", "T2 stance"), ("t3", "T3 equivalence"), ("t4", "T4 evidence"))
-
-
-def _prf(cell: dict[str, float]) -> str:
-    return f"{cell['precision']:.1f} / {cell['recall']:.1f} / {cell['f1']:.1f}"
+_PRF = (("precision", "P"), ("recall", "R"), ("f1", "F1"))
 
 
 def ir_table(result: dict[str, Any]) -> Table:
-    """P / R / F1 per task for the paper's IR row and each of our retrievers."""
+    """One row per task and measure (P, R, F1), one column for the paper's IR row and each retriever.
+
+    Narrow on purpose: it stays readable in an 80-column terminal and in CI logs.
+    """
     methods = list(result["methods"])
-    table = Table(title=f"IR baselines on {result['split']} (thresholds tuned on {result['tuned_on']}), P / R / F1 %")
+    table = Table(title=f"IR baselines on {result['split']}, %  (cut-offs tuned on {result['tuned_on']})")
     table.add_column("task")
-    table.add_column("paper IR", style="dim")
+    table.add_column("", style="dim")
+    table.add_column("paper IR", justify="right", style="dim")
     for name in methods:
-        table.add_column(name)
+        table.add_column(name, justify="right")
     for key, label in _TASKS:
-        table.add_row(label, _prf(result["paper"][key]), *(_prf(result["methods"][m][key]) for m in methods))
-    table.add_row("T5 overall", f"{result['paper']['t5']:.1f}",
+        for field, short in _PRF:
+            row = [result["paper"][key][field], *(result["methods"][m][key][field] for m in methods)]
+            table.add_row(label if field == "precision" else "", short, *(f"{v:.1f}" for v in row),
+                          end_section=field == "f1")
+    table.add_row("T5 overall", "", f"{result['paper']['t5']:.1f}",
                   *(f"{result['methods'][m]['t5']:.1f}" for m in methods))
-    tuned = [
-        f"k={result['methods'][m]['t1']['k']}, m={result['methods'][m]['t3']['m']}, "
-        f"evidence ≥{result['methods'][m]['t4']['ratio']}×top (≤{result['methods'][m]['t4']['k']})"
-        for m in methods
-    ]
-    table.add_row("tuned on dev", "", *tuned, style="italic")
     return table
+
+
+def ir_tuning(result: dict[str, Any]) -> list[str]:
+    """What dev chose for each retriever, one line each, to print under the table."""
+    lines = []
+    for name, scores in result["methods"].items():
+        t4 = scores["t4"]
+        lines.append(f"{name}: T1 top-{scores['t1']['k']} · T3 top-{scores['t3']['m']} neighbours · "
+                     f"T4 score ≥ {t4['ratio']}×top, ≤ {t4['k']}")
+    return lines
 
 
 def plot_recall_curves(result: dict[str, Any], path: str | Path) -> Path:

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# From a fresh clone: install, check the data, build the indexes, and search for a claim.
+# Needs PERSPECTRUM_DATA (or ../shared/data/perspectrum-v1.0 beside the clone).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export PERSPECTRUM_DATA="${PERSPECTRUM_DATA:-../shared/data/perspectrum-v1.0}"
+claim="${1:-Animals should have lawful rights}"
+.venv/bin/perspectrum data check
+.venv/bin/perspectrum index build
+.venv/bin/perspectrum search "$claim" --pool perspectives -k 10
