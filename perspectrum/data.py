@@ -66,9 +66,9 @@ class Evidence:
 class Cluster:
     """A gold cluster: equivalent perspectives sharing one stance and one evidence set.
 
-    ``stance`` is the 3-way label (``SUPPORT``/``UNDERMINE``) the paper's T2 scores;
-    ``voter_counts`` are the five annotators' votes (support, mildly support, mildly
-    undermine, undermine, not a valid perspective), kept for soft-label training.
+    ``stance`` is the 2-way ``stance_label_3`` (``SUPPORT``/``UNDERMINE``) the paper's
+    T2 scores; ``voter_counts`` are the annotators' votes over (support, mildly support,
+    mildly undermine, undermine, fifth option), kept for soft-label stance training.
     """
 
     pids: tuple[int, ...]

@@ -45,10 +45,9 @@ def t1_relevance(claims: Sequence[Claim], predicted: Mapping[int, Sequence[int]]
     """
     sum_p = sum_r = sum_lit = 0.0
     for claim in claims:
-        pred = list(dict.fromkeys(predicted.get(claim.cid, ())))
-        gold = claim.gold_pids
-        hits = sum(1 for p in pred if p in gold)
-        covered = sum(1 for cluster in claim.clusters if gold and set(cluster.pids) & set(pred))
+        pred = set(predicted.get(claim.cid, ()))
+        hits = len(pred & claim.gold_pids)
+        covered = sum(1 for cluster in claim.clusters if pred.intersection(cluster.pids))
         sum_p += hits / len(pred) if pred else 0.0
         sum_r += covered / len(claim.clusters)
         sum_lit += hits / len(claim.clusters)
