@@ -153,8 +153,13 @@ def t4_queries(dataset: Dataset, claims: Sequence[Claim], mode: str) -> dict[Clu
     return queries
 
 
+def _cut(run: Run, cutoff: Cutoff) -> dict[Any, list[Any]]:
+    """A run's predictions: each query's hits cut to ids by ``cutoff``."""
+    return {query: cutoff.apply(hits) for query, hits in run.items()}
+
+
 def _t4_scored(cutoff: Cutoff, claims: Sequence[Claim], run: Run, average: str = "macro") -> dict[str, float]:
-    return t4_evidence(claims, {q: cutoff.apply(hits) for q, hits in run.items()}, average)
+    return t4_evidence(claims, _cut(run, cutoff), average)
 
 
 def _latency(searcher: Searcher, queries: Sequence[str], k: int = DEPTH) -> dict[str, float]:
@@ -195,13 +200,12 @@ def evaluate_ir(
     with progress("IR baselines", 4, enabled=show_progress) as advance:
         tune_runs, test_runs = t1_runs(perspectives, tune), t1_runs(perspectives, test)
         for name in METHODS:
-            k, dev_f1 = _tune(range(1, DEPTH + 1), lambda k: t1_relevance(
-                tune, {c: [h.doc_id for h in r[:k]] for c, r in tune_runs[name].items()})["f1"])
-            cut = {c: [h.doc_id for h in r[:k]] for c, r in test_runs[name].items()}
-            methods[name]["t1"] = {**_pct(t1_relevance(test, cut)), "k": k, "dev_f1": round(dev_f1 * 100, 2)}
-            curves["t1"][name] = [round(t1_relevance(
-                test, {c: [h.doc_id for h in r[:k]] for c, r in test_runs[name].items()})["recall"] * 100, 2)
-                for k in T1_CURVE_KS]
+            k, dev_f1 = _tune(range(1, DEPTH + 1),
+                              lambda k: t1_relevance(tune, _cut(tune_runs[name], Cutoff(k)))["f1"])
+            methods[name]["t1"] = {**_pct(t1_relevance(test, _cut(test_runs[name], Cutoff(k)))), "k": k,
+                                   "dev_f1": round(dev_f1 * 100, 2)}
+            curves["t1"][name] = [round(t1_relevance(test, _cut(test_runs[name], Cutoff(k)))["recall"] * 100, 2)
+                                  for k in T1_CURVE_KS]
         advance(1)
 
         for name in METHODS:
@@ -228,9 +232,8 @@ def evaluate_ir(
                            "micro": _pct(_t4_scored(cutoff, test, test_t4[name], "micro"))}
                     variants.append(row)
                 if mode == "cluster":
-                    curves["t4"][name] = [round(t4_evidence(
-                        test, {q: [h.doc_id for h in hits[:k]] for q, hits in test_t4[name].items()})["recall"] * 100, 2)
-                        for k in T4_CURVE_KS]
+                    curves["t4"][name] = [round(_t4_scored(Cutoff(k), test, test_t4[name])["recall"] * 100, 2)
+                                          for k in T4_CURVE_KS]
         advance(1)
 
         for name in METHODS:
