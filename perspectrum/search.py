@@ -100,11 +100,19 @@ class HybridSearcher:
 
     def score(self, queries: Sequence[str], doc_ids: Sequence[DocId]) -> np.ndarray:
         """RRF over the two rankings of ``doc_ids`` alone (ranks within the subset)."""
-        fused = np.zeros((len(queries), len(doc_ids)))
-        tie_break = np.arange(len(doc_ids))
-        for searcher in (self.lexical, self.dense):
-            for row, scores in enumerate(searcher.score(queries, doc_ids)):
-                ranks = np.empty(len(doc_ids))
-                ranks[np.lexsort((tie_break, -scores))] = np.arange(1, len(doc_ids) + 1)
+        return self.fuse_scores(self.lexical.score(queries, doc_ids), self.dense.score(queries, doc_ids))
+
+    def fuse_scores(self, lexical: np.ndarray, dense: np.ndarray) -> np.ndarray:
+        """Fuse score matrices the two searchers already returned, by rank within each row.
+
+        Like :meth:`fuse`, this lets evaluation reuse the BM25 and dense scores it
+        already computed instead of scoring every query a second time.
+        """
+        fused = np.zeros(lexical.shape)
+        tie_break = np.arange(lexical.shape[1])
+        for matrix in (lexical, dense):
+            for row, scores in enumerate(matrix):
+                ranks = np.empty(len(scores))
+                ranks[np.lexsort((tie_break, -scores))] = np.arange(1, len(scores) + 1)
                 fused[row] += 1.0 / (self.params.rrf_k + ranks)
         return fused

@@ -102,20 +102,38 @@ class Retrieval:
         return {name: dict(zip(keys, hits)) for name, hits in
                 (("bm25", lexical), ("dense", dense), ("hybrid", hybrid))}
 
+    def t3_scores(self, dataset: Dataset, claims: Sequence[Claim]) -> dict[str, dict[int, np.ndarray]]:
+        """Per retriever and claim, each gold perspective's score for every other.
+
+        Rows (queries) and columns (documents) are the claim's gold perspective ids in
+        sorted order; hybrid scores are fused from the BM25 and dense matrices.
+        """
+        scores: dict[str, dict[int, np.ndarray]] = {"bm25": {}, "dense": {}, "hybrid": {}}
+        for claim in claims:
+            pids = sorted(claim.gold_pids)
+            texts = [dataset.perspectives[p].text for p in pids]
+            for name in ("bm25", "dense"):
+                scores[name][claim.cid] = self.searchers[name].score(texts, pids)
+            scores["hybrid"][claim.cid] = self.hybrid.fuse_scores(scores["bm25"][claim.cid],
+                                                                  scores["dense"][claim.cid])
+        return scores
+
 
 def t1_runs(retrieval: Retrieval, claims: Sequence[Claim]) -> dict[str, Run]:
     return retrieval.runs({c.cid: c.text for c in claims})
 
 
-def t3_neighbours(searcher: Searcher, dataset: Dataset, claims: Sequence[Claim]) -> dict[int, dict[int, list[int]]]:
-    """For each claim, each gold perspective's other gold perspectives, nearest first."""
+def t3_neighbours(claims: Sequence[Claim], scores: Mapping[int, np.ndarray]) -> dict[int, dict[int, list[int]]]:
+    """For each claim, each gold perspective's other gold perspectives, nearest first.
+
+    ``scores[cid]`` is the claim's matrix from :meth:`Retrieval.t3_scores`.
+    """
     out: dict[int, dict[int, list[int]]] = {}
     for claim in claims:
         pids = sorted(claim.gold_pids)
-        scores = searcher.score([dataset.perspectives[p].text for p in pids], pids)
         order: dict[int, list[int]] = {}
         for row, pid in enumerate(pids):
-            ranked = np.lexsort((np.arange(len(pids)), -scores[row]))
+            ranked = np.lexsort((np.arange(len(pids)), -scores[claim.cid][row]))
             order[pid] = [pids[j] for j in ranked if pids[j] != pid]
         out[claim.cid] = order
     return out
@@ -208,9 +226,9 @@ def evaluate_ir(
                                   for k in T1_CURVE_KS]
         advance(1)
 
+        tune_scores, test_scores = perspectives.t3_scores(dataset, tune), perspectives.t3_scores(dataset, test)
         for name in METHODS:
-            searcher = perspectives.searchers[name]
-            tune_nb, test_nb = t3_neighbours(searcher, dataset, tune), t3_neighbours(searcher, dataset, test)
+            tune_nb, test_nb = t3_neighbours(tune, tune_scores[name]), t3_neighbours(test, test_scores[name])
             widest = max(len(c.gold_pids) for c in tune)
             m, dev_f1 = _tune(range(0, widest), lambda m: t3_equivalence(tune, t3_pairs(tune_nb, m))["f1"])
             methods[name]["t3"] = {**_pct(t3_equivalence(test, t3_pairs(test_nb, m))), "m": m,
