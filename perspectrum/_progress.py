@@ -12,14 +12,15 @@ _console = Console(stderr=True)
 
 
 @contextmanager
-def progress(description: str, total: int, enabled: bool = True) -> Iterator[Callable[[int], None]]:
-    """Yield an ``advance(n)`` callable that moves a rich progress bar by ``n`` steps.
+def progress(description: str, total: int, enabled: bool = True) -> Iterator[Callable[..., None]]:
+    """Yield an ``advance(n, status=None)`` callable that moves a rich progress bar by ``n``.
 
+    ``status`` (e.g. the running training loss) is shown after the description.
     Library code calls ``advance`` unconditionally; with ``enabled=False`` (tests,
     embedding in a server) it does nothing, so callers need no second code path.
     """
     if not enabled:
-        yield lambda n: None
+        yield lambda n, status=None: None
         return
     columns = (
         TextColumn("{task.description}"),
@@ -29,7 +30,11 @@ def progress(description: str, total: int, enabled: bool = True) -> Iterator[Cal
     )
     with Progress(*columns, console=_console, transient=False) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n: bar.advance(task, n)
+
+        def advance(n: int, status: str | None = None) -> None:
+            bar.update(task, advance=n, description=f"{description} {status}" if status else description)
+
+        yield advance
 
 
 def say(message: str) -> None:

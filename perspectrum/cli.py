@@ -21,6 +21,7 @@ from perspectrum.config import DEFAULT_INDEX_DIR
 from perspectrum.errors import PerspectrumError
 
 INDEX_ENV = "PERSPECTRUM_INDEXES"
+MODELS_ENV = "PERSPECTRUM_MODELS"
 
 
 class _Group(TyperGroup):
@@ -59,6 +60,11 @@ IndexDir = Annotated[
     typer.Option("--index-dir", help=f"Where indexes live [default: ${INDEX_ENV} or ./{DEFAULT_INDEX_DIR}]."),
 ]
 
+ModelsDir = Annotated[
+    Optional[Path],
+    typer.Option("--models-dir", help=f"Where trained models live [default: ${MODELS_ENV} or ./models]."),
+]
+
 
 class PoolChoice(str, Enum):
     perspectives = "perspectives"
@@ -80,6 +86,15 @@ class Method(str, Enum):
 
 class System(str, Enum):
     ir = "ir"
+    trained = "trained"
+
+
+class TaskChoice(str, Enum):
+    relevance = "relevance"
+    stance = "stance"
+    equivalence = "equivalence"
+    evidence = "evidence"
+    all = "all"
 
 
 class Split(str, Enum):
@@ -92,6 +107,12 @@ def _store(index_dir: Path | None) -> Any:
     from perspectrum.index import IndexStore
 
     return IndexStore(index_dir or Path(os.environ.get(INDEX_ENV, DEFAULT_INDEX_DIR)))
+
+
+def _models_dir(models_dir: Path | None) -> Path:
+    from perspectrum.models import DEFAULT_MODELS_DIR
+
+    return models_dir or Path(os.environ.get(MODELS_ENV, DEFAULT_MODELS_DIR))
 
 
 @data_app.command("check")
@@ -201,34 +222,87 @@ def search(
 
 
 @app.command()
+def train(
+    task: Annotated[TaskChoice, typer.Argument(help="Which cross-encoder to train (all: the four in turn).")],
+    seed: Annotated[int, typer.Option(help="Seed for the head, example order and sampling.")] = 13,
+    quick: Annotated[bool, typer.Option("--quick", help="Train on a tiny slice (tests, smoke runs).")] = False,
+    json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the training summary as JSON here.")] = None,
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    models_dir: ModelsDir = None,
+    no_verify: NoVerify = False,
+) -> None:
+    """Fine-tune cross-encoders, tune their thresholds on dev, save them under models/<task>/."""
+    from perspectrum._io import write_json
+    from perspectrum.data import data_checksum, load_dataset
+    from perspectrum.models import TASKS
+    from perspectrum.training import train_task
+
+    dataset = load_dataset(data_dir, verify=not no_verify)
+    checksum = data_checksum(data_dir)
+    target = _models_dir(models_dir)
+    table = Table(title=f"trained models in {target}" + (" (quick)" if quick else ""))
+    for column in ("task", "examples", "train s", "dev metric", "thresholds (dev)"):
+        table.add_column(column, overflow="fold")
+    summary = {}
+    for name in TASKS if task is TaskChoice.all else (task.value,):
+        meta = train_task(name, dataset, _store(index_dir), target, seed=seed, is_quick=quick,
+                          show_progress=True, data_checksum=checksum)
+        summary[name] = meta
+        dev = meta["dev"]
+        shown = f"F1 {dev['f1']:.1f}" + (f", acc {dev['accuracy']:.1f}" if "accuracy" in dev else "")
+        table.add_row(name, f"{meta['examples']['examples']:,}", f"{meta['train_seconds']:.0f}", shown,
+                      json.dumps(meta["thresholds"]))
+    console.print(table)
+    if json_path:
+        console.print(f"wrote {write_json(json_path, summary)}")
+
+
+@app.command()
 def evaluate(
     system: Annotated[System, typer.Option(help="Which system to score.")] = System.ir,
     split: Annotated[Split, typer.Option(help="Split to score; thresholds are always tuned on dev.")] = Split.test,
     json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the full result as JSON here.")] = None,
-    plot: Annotated[Optional[Path], typer.Option(help="Write the recall@k curves as PNG here.")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Write curves as PNG here (IR: recall@k; trained: PR).")] = None,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
+    models_dir: ModelsDir = None,
     no_verify: NoVerify = False,
 ) -> None:
     """Score a system with T1–T5 beside the paper's numbers."""
     from perspectrum._io import write_json
     from perspectrum.data import load_dataset
-    from perspectrum.eval.ir import evaluate_ir
-    from perspectrum.eval.report import ir_table, ir_tuning, plot_recall_curves
 
     dataset = load_dataset(data_dir, verify=not no_verify)
-    result = evaluate_ir(dataset, _store(index_dir), split=split.value, show_progress=True)
-    console.print(ir_table(result))
-    for line in ir_tuning(result):
-        console.print(f"tuned on {result['tuned_on']}: {line}")
-    for pool, methods in result["latency"].items():
-        line = ", ".join(f"{m} {v['p50_ms']:.1f}/{v['p95_ms']:.1f}" for m, v in methods.items())
-        console.print(f"latency p50/p95 ms per query ({pool}, k=100): {line}")
+    if system is System.trained:
+        from perspectrum.eval.report import plot_pr_curves, trained_table
+        from perspectrum.eval.trained import evaluate_trained
+
+        result = evaluate_trained(dataset, _store(index_dir), _models_dir(models_dir), split=split.value,
+                                  show_progress=True)
+        console.print(trained_table(result))
+        for key, scores in result["tasks"].items():
+            console.print(f"{key} setting (tuned on dev): {json.dumps(scores['setting'])}")
+        rates = ", ".join(f"{task} {rate:.0f}" for task, rate in result["pairs_per_second"].items())
+        console.print(f"pairs/s on this machine: {rates}")
+        draw = plot_pr_curves
+    else:
+        from perspectrum.eval.ir import evaluate_ir
+        from perspectrum.eval.report import ir_table, ir_tuning, plot_recall_curves
+
+        result = evaluate_ir(dataset, _store(index_dir), split=split.value, show_progress=True)
+        console.print(ir_table(result))
+        for line in ir_tuning(result):
+            console.print(f"tuned on {result['tuned_on']}: {line}")
+        for pool, methods in result["latency"].items():
+            line = ", ".join(f"{m} {v['p50_ms']:.1f}/{v['p95_ms']:.1f}" for m, v in methods.items())
+            console.print(f"latency p50/p95 ms per query ({pool}, k=100): {line}")
+        draw = plot_recall_curves
     console.print(f"finished in {result['seconds']:.0f} s")
     if json_path:
         console.print(f"wrote {write_json(json_path, result)}")
     if plot:
-        console.print(f"wrote {plot_recall_curves(result, plot)}")
+        console.print(f"wrote {draw(result, plot)}")
 
 
 def main() -> None:

@@ -161,6 +161,16 @@ def verify_files(data_dir: Path) -> None:
             )
 
 
+def data_checksum(data_dir: str | Path | None = None) -> str:
+    """One SHA-256 over the five files' own SHA-256s: what a model card records as its data."""
+    folder = resolve_data_dir(data_dir)
+    digest = hashlib.sha256()
+    for name in sorted(CHECKSUMS):
+        path = folder / name
+        digest.update(f"{name}:{sha256_file(path) if path.is_file() else 'missing'}\n".encode())
+    return digest.hexdigest()
+
+
 def _read_json(path: Path) -> Any:
     if not path.is_file():
         raise PerspectrumError(f"missing data file {path}")

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -25,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from perspectrum._io import atomic_folder
 from perspectrum._progress import progress, say
 from perspectrum.config import BM25Params, DenseParams
 from perspectrum.data import Pool, sha256_file
@@ -267,29 +266,15 @@ class IndexStore:
             settings = {**self.dense.to_dict(), "encoder_id": self.encoder.identity,
                         "dimension": index.faiss_index.d, "normalised": True}
         seconds = time.perf_counter() - start
-        final = self.folder(pool, kind)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{kind}.tmp-", dir=final.parent))
-        try:
+        files: dict[str, str] = {}
+
+        def write(tmp: Path) -> None:
             index.save(tmp)
-            files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+            files.update({p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()})
             meta = {"kind": kind, "pool": pool.name, "count": len(pool), "key": key,
                     "pool_fingerprint": pool.fingerprint, "settings": settings,
                     "build_seconds": round(seconds, 2), "files": files}
             (tmp / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
-            self._swap_in(tmp, final)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return index, seconds
 
-    @staticmethod
-    def _swap_in(tmp: Path, final: Path) -> None:
-        """Replace ``final`` by ``tmp`` with renames, so readers see old or new, never half."""
-        old = None
-        if final.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
-            old.rmdir()
-            final.rename(old)
-        tmp.rename(final)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        atomic_folder(self.folder(pool, kind), write)
+        return index, seconds

@@ -69,13 +69,13 @@ class Cutoff:
         return {"k": self.k, "ratio": self.ratio}
 
 
-def _tune(candidates: Sequence[Any], objective: Callable[[Any], float]) -> tuple[Any, float]:
+def best_of(candidates: Sequence[Any], objective: Callable[[Any], float]) -> tuple[Any, float]:
     """The candidate with the best objective (first one on ties) and its value."""
     best = max(candidates, key=objective)
     return best, objective(best)
 
 
-def _pct(metrics: Mapping[str, float]) -> dict[str, float]:
+def percent(metrics: Mapping[str, float]) -> dict[str, float]:
     """Fractions to percent, counts left alone, for display and JSON."""
     return {k: (round(v * 100, 2) if k not in ("pairs", "clusters") else int(v)) for k, v in metrics.items()}
 
@@ -213,14 +213,14 @@ def evaluate_ir(
     methods: dict[str, dict[str, Any]] = {m: {} for m in METHODS}
     curves: dict[str, Any] = {"t1": {"k": list(T1_CURVE_KS)}, "t4": {"k": list(T4_CURVE_KS)}}
     variants: list[dict[str, Any]] = []
-    stance = _pct(t2_stance(test, {(c.cid, p): True for c in test for p in c.gold_pids}))
+    stance = percent(t2_stance(test, {(c.cid, p): True for c in test for p in c.gold_pids}))
 
     with progress("IR baselines", 4, enabled=show_progress) as advance:
         tune_runs, test_runs = t1_runs(perspectives, tune), t1_runs(perspectives, test)
         for name in METHODS:
-            k, dev_f1 = _tune(range(1, DEPTH + 1),
+            k, dev_f1 = best_of(range(1, DEPTH + 1),
                               lambda k: t1_relevance(tune, _cut(tune_runs[name], Cutoff(k)))["f1"])
-            methods[name]["t1"] = {**_pct(t1_relevance(test, _cut(test_runs[name], Cutoff(k)))), "k": k,
+            methods[name]["t1"] = {**percent(t1_relevance(test, _cut(test_runs[name], Cutoff(k)))), "k": k,
                                    "dev_f1": round(dev_f1 * 100, 2)}
             curves["t1"][name] = [round(t1_relevance(test, _cut(test_runs[name], Cutoff(k)))["recall"] * 100, 2)
                                   for k in T1_CURVE_KS]
@@ -230,8 +230,8 @@ def evaluate_ir(
         for name in METHODS:
             tune_nb, test_nb = t3_neighbours(tune, tune_scores[name]), t3_neighbours(test, test_scores[name])
             widest = max(len(c.gold_pids) for c in tune)
-            m, dev_f1 = _tune(range(0, widest), lambda m: t3_equivalence(tune, t3_pairs(tune_nb, m))["f1"])
-            methods[name]["t3"] = {**_pct(t3_equivalence(test, t3_pairs(test_nb, m))), "m": m,
+            m, dev_f1 = best_of(range(0, widest), lambda m: t3_equivalence(tune, t3_pairs(tune_nb, m))["f1"])
+            methods[name]["t3"] = {**percent(t3_equivalence(test, t3_pairs(test_nb, m))), "m": m,
                                    "dev_f1": round(dev_f1 * 100, 2)}
         advance(1)
 
@@ -243,11 +243,11 @@ def evaluate_ir(
                     ("top_k", [Cutoff(k) for k in range(1, 31)]),
                     ("relative", [Cutoff(k, r) for r in RELATIVE_RATIOS for k in RELATIVE_CAPS]),
                 ):
-                    cutoff, dev_f1 = _tune(grid, lambda c: _t4_scored(c, tune, tune_t4[name])["f1"])
+                    cutoff, dev_f1 = best_of(grid, lambda c: _t4_scored(c, tune, tune_t4[name])["f1"])
                     row = {"method": name, "query": mode, "cutoff": kind, **cutoff.to_dict(),
                            "dev_f1": round(dev_f1 * 100, 2),
-                           "macro": _pct(_t4_scored(cutoff, test, test_t4[name])),
-                           "micro": _pct(_t4_scored(cutoff, test, test_t4[name], "micro"))}
+                           "macro": percent(_t4_scored(cutoff, test, test_t4[name])),
+                           "micro": percent(_t4_scored(cutoff, test, test_t4[name], "micro"))}
                     variants.append(row)
                 if mode == "cluster":
                     curves["t4"][name] = [round(_t4_scored(Cutoff(k), test, test_t4[name])["recall"] * 100, 2)

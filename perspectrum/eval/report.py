@@ -72,3 +72,53 @@ def plot_recall_curves(result: dict[str, Any], path: str | Path) -> Path:
     atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)
     return Path(path)
+
+
+def trained_table(result: dict[str, Any]) -> Table:
+    """Ours beside the paper's IR+BERT and human rows, P/R/F1 per task, then T5."""
+    paper = result["paper"]
+    table = Table(title=f"trained system on {result['split']}, %  (thresholds tuned on {result['tuned_on']})")
+    for column, style in (("task", None), ("", "dim"), ("paper IR+BERT", "dim"), ("ours", "bold"),
+                          ("paper human", "dim")):
+        table.add_column(column, justify="left" if column in ("task", "") else "right", style=style)
+    for key, label in _TASKS:
+        fields = _PRF + ((("accuracy", "acc"), ("f1_macro", "macro-F1")) if key == "t2" else ())
+        for field, short in fields:
+            cells = [paper["ir_bert"][key].get(field), result["tasks"][key].get(field), paper["human"][key].get(field)]
+            table.add_row(label if field == "precision" else "", short,
+                          *("-" if v is None else f"{v:.1f}" for v in cells), end_section=field == fields[-1][0])
+    table.add_row("T5 overall", "", f"{paper['ir_bert']['t5']:.1f}", f"{result['t5']:.1f}", f"{paper['human']['t5']:.1f}")
+    return table
+
+
+def plot_pr_curves(result: dict[str, Any], path: str | Path) -> Path:
+    """Precision against recall as each task's threshold sweeps (the paper's Figure 6 view).
+
+    The dev-chosen operating point and the paper's IR+BERT point are marked.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4.2))
+    for ax, (key, label) in zip(axes, _TASKS):
+        points = result["pr_curves"][key]
+        ax.plot([p["recall"] for p in points], [p["precision"] for p in points], marker="o", markersize=2,
+                label="ours, threshold swept")
+        ours, bert = result["tasks"][key], result["paper"]["ir_bert"][key]
+        ax.scatter([ours["recall"]], [ours["precision"]], color="black", zorder=3,
+                   label=f"ours at dev threshold (F1 {ours['f1']:.1f})")
+        ax.scatter([bert["recall"]], [bert["precision"]], marker="x", color="red", zorder=3,
+                   label=f"paper IR+BERT (F1 {bert['f1']:.1f})")
+        ax.set_title(label)
+        ax.set_xlabel(f"recall % ({result['split']})")
+        ax.set_ylabel("precision %")
+        ax.set_xlim(0, 100)
+        ax.set_ylim(0, 100)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    plt.close(fig)
+    return Path(path)

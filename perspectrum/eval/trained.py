@@ -1,0 +1,333 @@
+"""The trained system, task by task on gold inputs (as the paper scores each step).
+
+- T1: the claim's dense top-``RELEVANCE_DEPTH`` perspectives, rescored by the relevance
+  cross-encoder; keep those scoring ≥ threshold, at most ``k``.
+- T2: P(support) from the stance model(s) for every gold perspective, optionally
+  centred on the claim's median (a claim-level bias cancels out); support ≥ threshold.
+- T3: every pair of a claim's gold perspectives scored by the equivalence model; pairs
+  ≥ threshold are equivalent, either directly or after average-linkage clustering.
+- T4: each gold cluster's hybrid top-``EVIDENCE_DEPTH`` paragraphs; every 3-sentence
+  window is scored against claim + perspective, a paragraph's score is its best window
+  (or mean window), and paragraphs ≥ threshold are kept, at most ``k``.
+
+Every threshold is tuned on dev by :func:`tune`, stored in the model's
+``perspectrum.json``, and only applied (never re-tuned) to the evaluation split.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perspectrum.crossencoder import CrossEncoderModel, Pair
+from perspectrum.data import Claim, Dataset, Pool
+from perspectrum.eval.ir import best_of, percent, t4_queries
+from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
+from perspectrum.examples import claim_perspective_input, equivalence_input, evidence_input
+from perspectrum.index import IndexStore
+from perspectrum.models import TASKS, load_task, record_test_metrics
+from perspectrum.search import HybridSearcher
+from perspectrum.text import windows
+
+#: Dense candidates per claim for T1 (cluster coverage 76.7% on test, foundation issue).
+RELEVANCE_DEPTH = 50
+#: Hybrid candidates per cluster for T4 (gold-evidence recall ~80% at 20, 93% at 50).
+EVIDENCE_DEPTH = 20
+#: Window stride when scoring: every sentence is still covered, ~40% fewer pairs.
+EVIDENCE_STRIDE = 2
+
+THRESHOLDS = tuple(round(float(t), 2) for t in np.arange(0.02, 0.99, 0.02))
+T1_CAPS = (3, 5, 8, 10, 12, 15, 20, 30, 50)
+T4_CAPS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
+
+#: Per-claim (or per-cluster) candidates with model scores, best first.
+Scored = dict[Any, list[tuple[int, float]]]
+
+
+def _timed_score(model: CrossEncoderModel, pairs: Sequence[Pair], show_progress: bool,
+                 description: str, timing: dict[str, float] | None) -> np.ndarray:
+    """Score pairs and record pairs/s under ``timing[description]``."""
+    start = time.perf_counter()
+    scores = model.score(pairs, show_progress=show_progress, description=description)
+    if timing is not None and len(pairs):
+        timing[description] = round(len(pairs) / (time.perf_counter() - start), 1)
+    return scores
+
+
+# ----------------------------------------------------------------------------- T1
+def relevance_candidates(store: IndexStore, dataset: Dataset, claims: Sequence[Claim],
+                         depth: int = RELEVANCE_DEPTH) -> dict[int, list[int]]:
+    """Each claim's dense top-``depth`` perspective ids."""
+    dense = store.open(Pool.from_dataset(dataset, "perspectives"), "dense")
+    runs = dense.batch_search([c.text for c in claims], depth)
+    return {c.cid: [h.doc_id for h in hits] for c, hits in zip(claims, runs)}
+
+
+def relevance_scores(model: CrossEncoderModel, dataset: Dataset, claims: Sequence[Claim],
+                     candidates: Mapping[int, Sequence[int]], show_progress: bool = False,
+                     timing: dict[str, float] | None = None) -> Scored:
+    keys = [(c.cid, pid) for c in claims for pid in candidates.get(c.cid, ())]
+    text = {c.cid: c.text for c in claims}
+    pairs = [claim_perspective_input(text[cid], dataset.perspectives[pid].text) for cid, pid in keys]
+    scores = _timed_score(model, pairs, show_progress, "relevance", timing)
+    return _ranked(keys, scores)
+
+
+def _ranked(keys: Sequence[tuple[Any, int]], scores: np.ndarray) -> Scored:
+    """Group (group key, item id) scores by group, best first (ties by item id)."""
+    out: Scored = {}
+    for (group, item), score in zip(keys, scores):
+        out.setdefault(group, []).append((item, float(score)))
+    for ranked in out.values():
+        ranked.sort(key=lambda pair: (-pair[1], pair[0]))
+    return out
+
+
+def keep(ranked: Sequence[tuple[int, float]], threshold: float, k: int, min_keep: int = 0) -> list[int]:
+    """Ids scoring ≥ ``threshold``, at most ``k``, at least the top ``min_keep``."""
+    chosen = [item for item, score in ranked[:k] if score >= threshold]
+    return chosen if len(chosen) >= min_keep else [item for item, _ in ranked[:min_keep]]
+
+
+def relevance_predict(scores: Scored, setting: Mapping[str, Any]) -> dict[int, list[int]]:
+    return {cid: keep(r, setting["threshold"], setting["k"], setting["min_keep"]) for cid, r in scores.items()}
+
+
+# ----------------------------------------------------------------------------- T2
+def stance_scores(models: Sequence[CrossEncoderModel], dataset: Dataset, claims: Sequence[Claim],
+                  show_progress: bool = False, timing: dict[str, float] | None = None) -> dict[tuple[int, int], float]:
+    """Mean P(support) over the ensemble for every gold (claim, perspective) pair."""
+    keys = [(c.cid, pid) for c in claims for k in c.clusters for pid in k.pids]
+    text = {c.cid: c.text for c in claims}
+    pairs = [claim_perspective_input(text[cid], dataset.perspectives[pid].text) for cid, pid in keys]
+    total = np.zeros(len(pairs), dtype=np.float64)
+    for member in models:
+        total += _timed_score(member, pairs, show_progress, "stance", timing)
+    return {key: float(s) for key, s in zip(keys, total / max(1, len(models)))}
+
+
+def centre_by_claim(scores: Mapping[tuple[int, int], float]) -> dict[tuple[int, int], float]:
+    """Shift each claim's scores so their median sits at 0.5.
+
+    Most claims have perspectives on both sides; a model that reads one claim as
+    "everything supports" is corrected by comparing the claim's perspectives with each
+    other. Uses only model scores, never labels.
+    """
+    by_claim: dict[int, list[float]] = {}
+    for (cid, _), score in scores.items():
+        by_claim.setdefault(cid, []).append(score)
+    median = {cid: float(np.median(values)) for cid, values in by_claim.items()}
+    return {key: score - median[key[0]] + 0.5 for key, score in scores.items()}
+
+
+def stance_predict(scores: Mapping[tuple[int, int], float], setting: Mapping[str, Any]) -> dict[tuple[int, int], bool]:
+    values = centre_by_claim(scores) if setting["centre"] else scores
+    return {key: score >= setting["threshold"] for key, score in values.items()}
+
+
+# ----------------------------------------------------------------------------- T3
+def equivalence_scores(model: CrossEncoderModel, dataset: Dataset, claims: Sequence[Claim],
+                       show_progress: bool = False, timing: dict[str, float] | None = None
+                       ) -> dict[int, tuple[list[int], np.ndarray]]:
+    """Per claim: its sorted gold perspective ids and the symmetric score matrix."""
+    keys, pairs = [], []
+    for claim in claims:
+        pids = sorted(claim.gold_pids)
+        for i, j in combinations(range(len(pids)), 2):
+            keys.append((claim.cid, i, j))
+            first, second = dataset.perspectives[pids[i]].text, dataset.perspectives[pids[j]].text
+            pairs.append(equivalence_input(claim.text, first, second))
+    scores = _timed_score(model, pairs, show_progress, "equivalence", timing)
+    out = {c.cid: (sorted(c.gold_pids), np.eye(len(c.gold_pids), dtype=np.float32)) for c in claims}
+    for (cid, i, j), score in zip(keys, scores):
+        out[cid][1][i, j] = out[cid][1][j, i] = score
+    return out
+
+
+def equivalent_pairs(pids: Sequence[int], matrix: np.ndarray, method: str, threshold: float) -> set[tuple[int, int]]:
+    """Pairs called equivalent: directly (``pairs``) or via average-linkage clusters."""
+    n = len(pids)
+    if method == "pairs" or n < 2:
+        return {(pids[i], pids[j]) for i, j in combinations(range(n), 2) if matrix[i, j] >= threshold}
+    from sklearn.cluster import AgglomerativeClustering
+
+    labels = AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average",
+                                     distance_threshold=1.0 - threshold).fit_predict(1.0 - matrix)
+    return {(pids[i], pids[j]) for i, j in combinations(range(n), 2) if labels[i] == labels[j]}
+
+
+def equivalence_predict(scores: Mapping[int, tuple[list[int], np.ndarray]], setting: Mapping[str, Any]
+                        ) -> dict[int, set[tuple[int, int]]]:
+    return {cid: equivalent_pairs(pids, m, setting["method"], setting["threshold"])
+            for cid, (pids, m) in scores.items()}
+
+
+# ----------------------------------------------------------------------------- T4
+def evidence_candidates(store: IndexStore, dataset: Dataset, claims: Sequence[Claim],
+                        depth: int = EVIDENCE_DEPTH) -> dict[ClusterKey, list[int]]:
+    """Each gold cluster's hybrid top-``depth`` paragraphs for claim + all its paraphrases."""
+    pool = Pool.from_dataset(dataset, "evidence")
+    hybrid = HybridSearcher(store.open(pool, "bm25"), store.open(pool, "dense"))
+    queries = t4_queries(dataset, claims, "cluster")
+    runs = hybrid.batch_search(list(queries.values()), depth)
+    return {key: [h.doc_id for h in hits] for key, hits in zip(queries, runs)}
+
+
+def evidence_scores(model: CrossEncoderModel, dataset: Dataset, claims: Sequence[Claim],
+                    candidates: Mapping[ClusterKey, Sequence[int]], stride: int = EVIDENCE_STRIDE,
+                    show_progress: bool = False, timing: dict[str, float] | None = None) -> dict[str, Scored]:
+    """Per cluster, each candidate's best-window and mean-window scores (two rankings).
+
+    The cluster's first perspective stands for it, as one perspective did in training.
+    """
+    keys, pairs = [], []
+    for claim in claims:
+        for index, cluster in enumerate(claim.clusters):
+            perspective = dataset.perspectives[cluster.pids[0]].text
+            for eid in candidates.get((claim.cid, index), ()):
+                for window in windows(dataset.evidence[eid].text, stride=stride):
+                    keys.append(((claim.cid, index), eid))
+                    pairs.append(evidence_input(claim.text, perspective, window))
+    scores = _timed_score(model, pairs, show_progress, "evidence", timing)
+    per_paragraph: dict[tuple[ClusterKey, int], list[float]] = {}
+    for key, score in zip(keys, scores):
+        per_paragraph.setdefault(key, []).append(float(score))
+    items = list(per_paragraph)
+    return {name: _ranked(items, np.array([agg(per_paragraph[i]) for i in items]))
+            for name, agg in (("max", max), ("mean", lambda v: sum(v) / len(v)))}
+
+
+def evidence_predict(scores: Mapping[str, Scored], setting: Mapping[str, Any]) -> dict[ClusterKey, list[int]]:
+    return {key: keep(r, setting["threshold"], setting["k"], setting["min_keep"])
+            for key, r in scores[setting["aggregate"]].items()}
+
+
+# ------------------------------------------------------------------ tuning, scoring
+def _grid(task: str) -> list[dict[str, Any]]:
+    if task == "relevance":
+        return [{"threshold": t, "k": k, "min_keep": m} for t in THRESHOLDS for k in T1_CAPS for m in (0, 1)]
+    if task == "stance":
+        return [{"threshold": t, "centre": c} for t in THRESHOLDS for c in (False, True)]
+    if task == "equivalence":
+        return [{"threshold": t, "method": m} for t in THRESHOLDS for m in ("pairs", "average")]
+    if task == "evidence":
+        return [{"threshold": t, "k": k, "min_keep": m, "aggregate": a}
+                for t in THRESHOLDS for k in T4_CAPS for m in (0, 1) for a in ("max", "mean")]
+    raise ValueError(f"unknown task {task!r}")
+
+
+def metric(task: str, claims: Sequence[Claim], scores: Any, setting: Mapping[str, Any]) -> dict[str, float]:
+    """The task's T-metric (fractions) for ``setting`` applied to ``scores``."""
+    if task == "relevance":
+        return t1_relevance(claims, relevance_predict(scores, setting))
+    if task == "stance":
+        return t2_stance(claims, stance_predict(scores, setting))
+    if task == "equivalence":
+        return t3_equivalence(claims, equivalence_predict(scores, setting))
+    if task == "evidence":
+        return t4_evidence(claims, evidence_predict(scores, setting))
+    raise ValueError(f"unknown task {task!r}")
+
+
+#: What dev tuning maximises. Stance maximises macro-F1, not T2 (support F1), which a
+#: low threshold buys with recall at the cost of accuracy.
+OBJECTIVE = {"relevance": "f1", "stance": "f1_macro", "equivalence": "f1", "evidence": "f1"}
+
+
+def tune(task: str, claims: Sequence[Claim], scores: Any) -> tuple[dict[str, Any], dict[str, float]]:
+    """The setting with the best dev objective (first on ties) and its dev metrics."""
+    objective: Callable[[dict[str, Any]], float] = lambda s: metric(task, claims, scores, s)[OBJECTIVE[task]]
+    setting, _ = best_of(_grid(task), objective)
+    return setting, metric(task, claims, scores, setting)
+
+
+def pr_curve(task: str, claims: Sequence[Claim], scores: Any, setting: Mapping[str, Any]) -> list[dict[str, float]]:
+    """Precision/recall as the threshold sweeps, every other setting held at its tuned value."""
+    points = []
+    for threshold in THRESHOLDS:
+        m = metric(task, claims, scores, {**setting, "threshold": threshold})
+        points.append({"threshold": threshold, "precision": m["precision"], "recall": m["recall"]})
+    return points
+
+
+def score_split(task: str, models: Sequence[CrossEncoderModel], dataset: Dataset, claims: Sequence[Claim],
+                store: IndexStore, show_progress: bool = False, timing: dict[str, float] | None = None) -> Any:
+    """Retrieve what the task needs for ``claims`` and score it with the task's model(s).
+
+    Stance averages every ensemble member; the other tasks have one member.
+    """
+    if task == "relevance":
+        candidates = relevance_candidates(store, dataset, claims)
+        return relevance_scores(models[0], dataset, claims, candidates, show_progress, timing)
+    if task == "stance":
+        return stance_scores(models, dataset, claims, show_progress, timing)
+    if task == "equivalence":
+        return equivalence_scores(models[0], dataset, claims, show_progress, timing)
+    if task == "evidence":
+        candidates = evidence_candidates(store, dataset, claims)
+        return evidence_scores(models[0], dataset, claims, candidates, show_progress=show_progress, timing=timing)
+    raise ValueError(f"unknown task {task!r}")
+
+
+#: Table 3 of the paper (test split, percent): the best machine row and the human row.
+PAPER_BERT = {"t1": {"precision": 47.3, "recall": 54.8, "f1": 50.8},
+              "t2": {"precision": 70.5, "recall": 71.1, "f1": 70.8, "accuracy": 68.9},
+              "t3": {"precision": 85.3, "recall": 50.8, "f1": 63.7},
+              "t4": {"precision": 69.7, "recall": 46.3, "f1": 55.7}, "t5": 17.5}
+PAPER_HUMAN = {"t1": {"precision": 63.8, "recall": 83.8, "f1": 72.5},
+               "t2": {"precision": 91.3, "recall": 90.6, "f1": 90.9},
+               "t3": {"precision": 87.5, "recall": 80.2, "f1": 83.7},
+               "t4": {"precision": 70.8, "recall": 53.1, "f1": 60.7}, "t5": 40.0}
+T_OF = {"relevance": "t1", "stance": "t2", "equivalence": "t3", "evidence": "t4"}
+
+
+def _folder_mb(folder: Path) -> float:
+    return round(sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20, 1)
+
+
+def evaluate_trained(dataset: Dataset, store: IndexStore, models_dir: str | Path, split: str = "test",
+                     show_progress: bool = False, record: bool = True) -> dict[str, Any]:
+    """T1–T5 of the trained models on ``split`` with the thresholds stored from dev.
+
+    Nothing is tuned here. With ``record`` and ``split == "test"``, each model's card
+    gets its test metrics.
+
+    Returns:
+        A JSON-ready dict: per-task metrics (percent) and settings, T5, PR curves over
+        the threshold, pairs/s per model, model sizes, and the paper's rows.
+    """
+    started = time.perf_counter()
+    claims = dataset.split(split)
+    loaded = {task: load_task(models_dir, task) for task in TASKS}  # fail fast, before any scoring
+    tasks: dict[str, Any] = {}
+    curves: dict[str, Any] = {}
+    timing: dict[str, float] = {}
+    for task, members in loaded.items():
+        setting = members[0].meta["thresholds"]
+        scores = score_split(task, members, dataset, claims, store, show_progress, timing)
+        measured = percent(metric(task, claims, scores, setting))
+        tasks[T_OF[task]] = {**measured, "setting": setting, "members": len(members)}
+        curves[T_OF[task]] = [{k: (round(v * 100, 2) if k != "threshold" else v) for k, v in point.items()}
+                              for point in pr_curve(task, claims, scores, setting)]
+        if record and split == "test":
+            record_test_metrics(models_dir, task, split, measured)
+    t5 = t5_overall(tasks["t1"]["f1"] / 100, tasks["t2"]["f1"] / 100, tasks["t4"]["f1"] / 100)
+    return {
+        "system": "trained",
+        "split": split,
+        "tuned_on": "dev",
+        "tasks": tasks,
+        "t5": round(t5 * 100, 2),
+        "paper": {"ir_bert": PAPER_BERT, "human": PAPER_HUMAN},
+        "pr_curves": curves,
+        "pairs_per_second": timing,
+        "model_mb": {task: _folder_mb(Path(models_dir) / task) for task in TASKS},
+        "models": {task: {"seeds": m[0].meta.get("seeds"), "train_seconds": m[0].meta.get("train_seconds"),
+                          "quick": m[0].meta.get("quick")} for task, m in loaded.items()},
+        "seconds": round(time.perf_counter() - started, 1),
+    }

@@ -1,0 +1,157 @@
+"""``perspectrum train``: build a task's pairs, fine-tune, tune thresholds on dev, save.
+
+One call of :func:`train_task` does the whole job for one task, so every model on
+disk carries thresholds chosen on dev and the facts needed to reproduce it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from perspectrum.crossencoder import CrossEncoderModel, TrainParams, fine_tune
+from perspectrum.data import Claim, Dataset
+from perspectrum.eval import trained
+from perspectrum.eval.ir import percent
+from perspectrum.examples import (
+    Examples,
+    equivalence_examples,
+    evidence_examples,
+    relevance_examples,
+    stance_examples,
+)
+from perspectrum.index import IndexStore
+from perspectrum.models import TASKS, save_task
+
+BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """How one task's model is trained.
+
+    Attributes:
+        params: fine-tuning settings (the seed is overridden by ``train_task``'s).
+        negatives_per_positive: retrieved or cross-cluster negatives per positive.
+        max_examples: cap on training pairs (a seeded sample), to bound CPU time.
+        members: ensemble size; member i uses seed + i.
+        soft_labels: stance only — train towards the annotators' vote share.
+    """
+
+    params: TrainParams
+    negatives_per_positive: float = 0.0
+    max_examples: int | None = None
+    members: int = 1
+    soft_labels: bool = True
+
+
+CONFIGS: dict[str, TaskConfig] = {
+    "relevance": TaskConfig(TrainParams(epochs=1, max_length=64), negatives_per_positive=2.0),
+    "stance": TaskConfig(TrainParams(epochs=3, max_length=64), members=1),
+    "equivalence": TaskConfig(TrainParams(epochs=1, max_length=96), negatives_per_positive=1.0),
+    "evidence": TaskConfig(TrainParams(epochs=1, max_length=128), negatives_per_positive=1.0, max_examples=20_000),
+}
+
+#: ``--quick``: a slice small enough for tests, same code path.
+QUICK_CLAIMS = 4
+QUICK_EXAMPLES = 48
+
+
+def quick(config: TaskConfig) -> TaskConfig:
+    """The same recipe on a tiny slice: one epoch, few pairs, one member."""
+    return replace(config, params=replace(config.params, epochs=1, batch_size=8),
+                   max_examples=QUICK_EXAMPLES, members=1)
+
+
+def build_examples(task: str, dataset: Dataset, claims: list[Claim], store: IndexStore, config: TaskConfig,
+                   seed: int) -> tuple[Examples, str]:
+    """The task's training pairs (capped by ``config.max_examples``) and how they were made."""
+    ratio = config.negatives_per_positive
+    if task == "relevance":
+        candidates = trained.relevance_candidates(store, dataset, claims)
+        examples = relevance_examples(dataset, claims, candidates, ratio, seed)
+        how = (f"gold perspectives positive; {ratio:g} negatives per positive drawn from the claim's "
+               f"dense top-{trained.RELEVANCE_DEPTH} that are not gold")
+    elif task == "stance":
+        examples = stance_examples(dataset, claims, soft=config.soft_labels)
+        how = "every gold (claim, perspective); target = annotators' support share on the gold side"
+    elif task == "equivalence":
+        examples = equivalence_examples(dataset, claims, ratio, seed)
+        how = f"pairs within a gold cluster positive; {ratio:g} cross-cluster pairs per positive"
+    elif task == "evidence":
+        candidates = trained.evidence_candidates(store, dataset, claims)
+        examples = evidence_examples(dataset, claims, candidates, ratio, seed)
+        how = (f"every 3-sentence window of gold paragraphs positive; {ratio:g} windows per positive from "
+               f"the cluster's hybrid top-{trained.EVIDENCE_DEPTH} non-gold paragraphs")
+    else:
+        raise ValueError(f"unknown task {task!r}")
+    sampled = examples.sample(config.max_examples, seed)
+    if len(sampled) < len(examples):
+        how += f"; a seeded sample of {len(sampled):,} of the {len(examples):,} built"
+    return sampled, how
+
+
+def train_task(
+    task: str,
+    dataset: Dataset,
+    store: IndexStore,
+    models_dir: str | Path,
+    seed: int = 13,
+    is_quick: bool = False,
+    show_progress: bool = False,
+    data_checksum: str = "unknown",
+) -> dict[str, Any]:
+    """Train ``task``'s model(s), tune its thresholds on dev, save ``models_dir/task``.
+
+    Returns:
+        The saved meta: examples, training stats, thresholds, dev metrics.
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}")
+    config = quick(CONFIGS[task]) if is_quick else CONFIGS[task]
+    train_claims, dev_claims = dataset.split("train"), dataset.split("dev")
+    if is_quick:
+        train_claims, dev_claims = train_claims[:QUICK_CLAIMS], dev_claims[:QUICK_CLAIMS]
+    started = time.perf_counter()
+    examples, how = build_examples(task, dataset, train_claims, store, config, seed)
+    build_seconds = time.perf_counter() - started
+    members, runs = [], []
+    for i in range(config.members):
+        params = replace(config.params, seed=seed + i)
+        label = f"train {task}" + (f" {i + 1}/{config.members}" if config.members > 1 else "")
+        model, tokenizer, stats = fine_tune(examples.pairs, examples.targets, params,
+                                            show_progress=show_progress, description=label)
+        members.append(CrossEncoderModel(model, tokenizer, {"task": task, "params": params.to_dict()}))
+        runs.append(stats)
+    train_seconds = time.perf_counter() - started
+    timing: dict[str, float] = {}
+    scores = trained.score_split(task, members, dataset, dev_claims, store, show_progress, timing)
+    setting, dev_metrics = trained.tune(task, dev_claims, scores)
+    meta = {
+        "task": task,
+        "base_model": BASE_MODEL,
+        "data_checksum": data_checksum,
+        "quick": is_quick,
+        "params": members[0].meta["params"],
+        "seeds": [seed + i for i in range(config.members)],
+        "config": {"negatives_per_positive": config.negatives_per_positive,
+                   "max_examples": config.max_examples, "soft_labels": config.soft_labels},
+        "examples": {"examples": len(examples), "positives": examples.positives, "how": how,
+                     "build_seconds": round(build_seconds, 1)},
+        "runs": runs,
+        "train_seconds": round(train_seconds, 1),
+        "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})",
+        "thresholds": setting,
+        "tuned_on": "dev",
+        "dev": percent(dev_metrics),
+        "dev_pairs_per_second": timing,
+        "test": None,
+    }
+    for member in members:
+        member.meta.update({"task": task, "thresholds": setting})
+    save_task(Path(models_dir) / task, members, meta)
+    return meta
