@@ -65,6 +65,8 @@ ModelsDir = Annotated[
     typer.Option("--models-dir", help=f"Where trained models live [default: ${MODELS_ENV} or ./models]."),
 ]
 
+JsonOut = Annotated[Optional[Path], typer.Option("--json", help="Write the full result as JSON here.")]
+
 
 class PoolChoice(str, Enum):
     perspectives = "perspectives"
@@ -226,7 +228,9 @@ def train(
     task: Annotated[TaskChoice, typer.Argument(help="Which cross-encoder to train (all: the four in turn).")],
     seed: Annotated[int, typer.Option(help="Seed for the head, example order and sampling.")] = 13,
     quick: Annotated[bool, typer.Option("--quick", help="Train on a tiny slice (tests, smoke runs).")] = False,
-    json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the training summary as JSON here.")] = None,
+    tune_only: Annotated[bool, typer.Option("--tune-only", help="Keep the trained weights; re-choose the "
+                                            "thresholds on dev.")] = False,
+    json_path: JsonOut = None,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
@@ -236,7 +240,7 @@ def train(
     from perspectrum._io import write_json
     from perspectrum.data import data_checksum, load_dataset
     from perspectrum.models import TASKS
-    from perspectrum.training import train_task
+    from perspectrum.training import retune_task, train_task
 
     dataset = load_dataset(data_dir, verify=not no_verify)
     checksum = data_checksum(data_dir)
@@ -246,8 +250,11 @@ def train(
         table.add_column(column, overflow="fold")
     summary = {}
     for name in TASKS if task is TaskChoice.all else (task.value,):
-        meta = train_task(name, dataset, _store(index_dir), target, seed=seed, is_quick=quick,
-                          show_progress=True, data_checksum=checksum)
+        if tune_only:
+            meta = retune_task(name, dataset, _store(index_dir), target, show_progress=True)
+        else:
+            meta = train_task(name, dataset, _store(index_dir), target, seed=seed, is_quick=quick,
+                              show_progress=True, data_checksum=checksum)
         summary[name] = meta
         dev = meta["dev"]
         shown = f"F1 {dev['f1']:.1f}" + (f", acc {dev['accuracy']:.1f}" if "accuracy" in dev else "")
@@ -262,7 +269,7 @@ def train(
 def evaluate(
     system: Annotated[System, typer.Option(help="Which system to score.")] = System.ir,
     split: Annotated[Split, typer.Option(help="Split to score; thresholds are always tuned on dev.")] = Split.test,
-    json_path: Annotated[Optional[Path], typer.Option("--json", help="Write the full result as JSON here.")] = None,
+    json_path: JsonOut = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write curves as PNG here (IR: recall@k; trained: PR).")] = None,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,

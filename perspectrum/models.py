@@ -114,10 +114,10 @@ def load_task(models_dir: str | Path, task: str, quantize: bool = True) -> list[
     return [first, *(CrossEncoderModel.load(folder / sub, quantize) for sub in first.meta.get("members", []))]
 
 
-def record_test_metrics(models_dir: str | Path, task: str, split: str, metrics: Mapping[str, float]) -> None:
-    """Write measured metrics of ``split`` into the model's meta and card (atomically)."""
+def update_meta(models_dir: str | Path, task: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``changes`` into the model's meta and rewrite meta and card (atomically)."""
     folder = Path(models_dir) / task
-    meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
-    meta[split] = dict(metrics)
+    meta = {**json.loads((folder / META_FILE).read_text(encoding="utf-8")), **changes}
     atomic_write(folder / META_FILE, lambda tmp: tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8"))
     atomic_write(folder / "README.md", lambda tmp: tmp.write_text(render_card(meta), encoding="utf-8"))
+    return meta

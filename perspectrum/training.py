@@ -25,7 +25,8 @@ from perspectrum.examples import (
     stance_examples,
 )
 from perspectrum.index import IndexStore
-from perspectrum.models import TASKS, save_task
+from perspectrum.models import TASKS, load_task, save_task, update_meta
+from perspectrum.search import Hit
 
 BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -51,7 +52,7 @@ class TaskConfig:
 
 CONFIGS: dict[str, TaskConfig] = {
     "relevance": TaskConfig(TrainParams(epochs=1, max_length=64), negatives_per_positive=2.0),
-    "stance": TaskConfig(TrainParams(epochs=3, max_length=64), members=1),
+    "stance": TaskConfig(TrainParams(epochs=3, max_length=64), members=3),
     "equivalence": TaskConfig(TrainParams(epochs=1, max_length=96), negatives_per_positive=1.0),
     "evidence": TaskConfig(TrainParams(epochs=1, max_length=128), negatives_per_positive=1.0, max_examples=20_000),
 }
@@ -67,13 +68,17 @@ def quick(config: TaskConfig) -> TaskConfig:
                    max_examples=QUICK_EXAMPLES, members=1)
 
 
+def _ids(runs: dict[Any, list[Hit]]) -> dict[Any, list[int]]:
+    return {key: [hit.doc_id for hit in hits] for key, hits in runs.items()}
+
+
 def build_examples(task: str, dataset: Dataset, claims: list[Claim], store: IndexStore, config: TaskConfig,
                    seed: int) -> tuple[Examples, str]:
     """The task's training pairs (capped by ``config.max_examples``) and how they were made."""
     ratio = config.negatives_per_positive
     if task == "relevance":
-        candidates = trained.relevance_candidates(store, dataset, claims)
-        examples = relevance_examples(dataset, claims, candidates, ratio, seed)
+        hits = trained.relevance_candidates(store, dataset, claims)
+        examples = relevance_examples(dataset, claims, _ids(hits), ratio, seed)
         how = (f"gold perspectives positive; {ratio:g} negatives per positive drawn from the claim's "
                f"dense top-{trained.RELEVANCE_DEPTH} that are not gold")
     elif task == "stance":
@@ -83,8 +88,8 @@ def build_examples(task: str, dataset: Dataset, claims: list[Claim], store: Inde
         examples = equivalence_examples(dataset, claims, ratio, seed)
         how = f"pairs within a gold cluster positive; {ratio:g} cross-cluster pairs per positive"
     elif task == "evidence":
-        candidates = trained.evidence_candidates(store, dataset, claims)
-        examples = evidence_examples(dataset, claims, candidates, ratio, seed)
+        hits = trained.evidence_candidates(store, dataset, claims)
+        examples = evidence_examples(dataset, claims, _ids(hits), ratio, seed)
         how = (f"every 3-sentence window of gold paragraphs positive; {ratio:g} windows per positive from "
                f"the cluster's hybrid top-{trained.EVIDENCE_DEPTH} non-gold paragraphs")
     else:
@@ -151,7 +156,23 @@ def train_task(
         "dev_pairs_per_second": timing,
         "test": None,
     }
-    for member in members:
-        member.meta.update({"task": task, "thresholds": setting})
     save_task(Path(models_dir) / task, members, meta)
     return meta
+
+
+def retune_task(task: str, dataset: Dataset, store: IndexStore, models_dir: str | Path,
+                show_progress: bool = False) -> dict[str, Any]:
+    """Keep a trained model's weights; re-score dev and choose its thresholds again.
+
+    For when the cut-off search changes (it takes minutes, retraining takes many).
+    The old test metrics no longer match the new thresholds and are cleared.
+    """
+    members = load_task(models_dir, task)
+    dev_claims = dataset.split("dev")
+    if members[0].meta.get("quick"):
+        dev_claims = dev_claims[:QUICK_CLAIMS]
+    timing: dict[str, float] = {}
+    scores = trained.score_split(task, members, dataset, dev_claims, store, show_progress, timing)
+    setting, dev_metrics = trained.tune(task, dev_claims, scores)
+    return update_meta(models_dir, task, {"thresholds": setting, "dev": percent(dev_metrics),
+                                          "dev_pairs_per_second": timing, "test": None})

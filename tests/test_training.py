@@ -55,10 +55,11 @@ def trained_dir(tmp_path_factory) -> tuple[Path, Path, Path]:
     """(data, indexes, models) with all four tasks trained in quick mode."""
     root = tmp_path_factory.mktemp("trained")
     data = write_dataset(root / "data")
-    dataset = load_dataset(data, verify=False)
-    store = IndexStore(root / "indexes")
-    for task in TASKS:
-        train_task(task, dataset, store, root / "models", seed=13, is_quick=True, data_checksum=data_checksum(data))
+    args = ["train", "all", "--quick", "--data-dir", str(data), "--no-verify", "--index-dir", str(root / "indexes"),
+            "--models-dir", str(root / "models"), "--json", str(root / "train.json")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert set(json.loads((root / "train.json").read_text())) == set(TASKS)
     return data, root / "indexes", root / "models"
 
 

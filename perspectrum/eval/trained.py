@@ -30,8 +30,8 @@ from perspectrum.eval.ir import best_of, percent, t4_queries
 from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
 from perspectrum.examples import claim_perspective_input, equivalence_input, evidence_input
 from perspectrum.index import IndexStore
-from perspectrum.models import TASKS, load_task, record_test_metrics
-from perspectrum.search import HybridSearcher
+from perspectrum.models import TASKS, load_task, update_meta
+from perspectrum.search import Hit, HybridSearcher
 from perspectrum.text import windows
 
 #: Dense candidates per claim for T1 (cluster coverage 76.7% on test, foundation issue).
@@ -42,11 +42,41 @@ EVIDENCE_DEPTH = 20
 EVIDENCE_STRIDE = 2
 
 THRESHOLDS = tuple(round(float(t), 2) for t in np.arange(0.02, 0.99, 0.02))
-T1_CAPS = (3, 5, 8, 10, 12, 15, 20, 30, 50)
+#: Relative cut-offs: keep what scores at least this fraction of the best candidate.
+RATIOS = tuple(round(float(t), 2) for t in np.arange(0.5, 0.99, 0.02))
+#: Weight of the cross-encoder against the retriever's own score (1 = model alone).
+WEIGHTS = (1.0, 0.8, 0.6, 0.4, 0.2)
+T1_CAPS = (5, 10, 15, 20, 30, 50)
 T4_CAPS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 
-#: Per-claim (or per-cluster) candidates with model scores, best first.
-Scored = dict[Any, list[tuple[int, float]]]
+#: A retrieved candidate: (id, model score, retrieval score in [0, 1]).
+Candidate = tuple[int, float, float]
+
+
+class Scored:
+    """Retrieved candidates per claim (T1) or cluster (T4), with model and retrieval scores.
+
+    Rankings by a blend of the two are computed once per weight and cached, because
+    dev tuning cuts the same ranking thousands of ways.
+    """
+
+    def __init__(self, groups: dict[Any, list[Candidate]]) -> None:
+        self.groups = groups
+        self._ranked: dict[float, dict[Any, list[tuple[float, int]]]] = {}
+
+    def ranked(self, weight: float) -> dict[Any, list[tuple[float, int]]]:
+        """Per group, (weight × model + (1 − weight) × retrieval, id), best first."""
+        if weight not in self._ranked:
+            self._ranked[weight] = {
+                key: sorted(((weight * m + (1 - weight) * r, item) for item, m, r in candidates),
+                            key=lambda pair: (-pair[0], pair[1]))
+                for key, candidates in self.groups.items()
+            }
+        return self._ranked[weight]
+
+    def predict(self, setting: Mapping[str, Any]) -> dict[Any, list[int]]:
+        """Each group's kept ids under ``setting`` (see :func:`keep`)."""
+        return {key: keep(ranked, setting) for key, ranked in self.ranked(setting["weight"]).items()}
 
 
 def _timed_score(model: CrossEncoderModel, pairs: Sequence[Pair], show_progress: bool,
@@ -59,43 +89,61 @@ def _timed_score(model: CrossEncoderModel, pairs: Sequence[Pair], show_progress:
     return scores
 
 
+def keep(ranked: Sequence[tuple[float, int]], setting: Mapping[str, Any]) -> list[int]:
+    """The ids a cut-off setting keeps from a ranking (see :meth:`Scored.ranked`).
+
+    With ``relative`` the floor is ``threshold`` × the best score (claims differ in how
+    many perspectives they have; a fixed floor cannot follow that), else ``threshold``
+    itself. At most ``k`` are kept, and at least the top ``min_keep``.
+    """
+    if not ranked:
+        return []
+    floor = setting["threshold"] * ranked[0][0] if setting["relative"] else setting["threshold"]
+    chosen = [item for score, item in ranked[:setting["k"]] if score >= floor]
+    return chosen if len(chosen) >= setting["min_keep"] else [item for _, item in ranked[:setting["min_keep"]]]
+
+
+def _cut_grid(caps: Sequence[int]) -> list[dict[str, Any]]:
+    """Every (weight, absolute or relative floor, cap, min_keep) setting :func:`keep` takes."""
+    grid = []
+    for weight in WEIGHTS:
+        for k in caps:
+            grid += [{"weight": weight, "relative": False, "threshold": t, "k": k, "min_keep": m}
+                     for t in THRESHOLDS for m in (0, 1)]
+            grid += [{"weight": weight, "relative": True, "threshold": t, "k": k, "min_keep": 1} for t in RATIOS]
+    return grid
+
+
+def _group(keys: Sequence[tuple[Any, int]], model: np.ndarray, retrieval: Sequence[float]) -> Scored:
+    """Candidates grouped by their claim or cluster key, in input order."""
+    groups: dict[Any, list[Candidate]] = {}
+    for (group, item), m, r in zip(keys, model, retrieval):
+        groups.setdefault(group, []).append((item, float(m), float(r)))
+    return Scored(groups)
+
+
 # ----------------------------------------------------------------------------- T1
 def relevance_candidates(store: IndexStore, dataset: Dataset, claims: Sequence[Claim],
-                         depth: int = RELEVANCE_DEPTH) -> dict[int, list[int]]:
-    """Each claim's dense top-``depth`` perspective ids."""
+                         depth: int = RELEVANCE_DEPTH) -> dict[int, list[Hit]]:
+    """Each claim's dense top-``depth`` perspectives (cosine scores)."""
     dense = store.open(Pool.from_dataset(dataset, "perspectives"), "dense")
     runs = dense.batch_search([c.text for c in claims], depth)
-    return {c.cid: [h.doc_id for h in hits] for c, hits in zip(claims, runs)}
+    return {c.cid: hits for c, hits in zip(claims, runs)}
 
 
 def relevance_scores(model: CrossEncoderModel, dataset: Dataset, claims: Sequence[Claim],
-                     candidates: Mapping[int, Sequence[int]], show_progress: bool = False,
+                     candidates: Mapping[int, Sequence[Hit]], show_progress: bool = False,
                      timing: dict[str, float] | None = None) -> Scored:
-    keys = [(c.cid, pid) for c in claims for pid in candidates.get(c.cid, ())]
+    """Each candidate with its relevance probability and dense cosine similarity."""
+    hits = [(c.cid, hit) for c in claims for hit in candidates.get(c.cid, ())]
     text = {c.cid: c.text for c in claims}
-    pairs = [claim_perspective_input(text[cid], dataset.perspectives[pid].text) for cid, pid in keys]
+    pairs = [claim_perspective_input(text[cid], dataset.perspectives[hit.doc_id].text) for cid, hit in hits]
     scores = _timed_score(model, pairs, show_progress, "relevance", timing)
-    return _ranked(keys, scores)
-
-
-def _ranked(keys: Sequence[tuple[Any, int]], scores: np.ndarray) -> Scored:
-    """Group (group key, item id) scores by group, best first (ties by item id)."""
-    out: Scored = {}
-    for (group, item), score in zip(keys, scores):
-        out.setdefault(group, []).append((item, float(score)))
-    for ranked in out.values():
-        ranked.sort(key=lambda pair: (-pair[1], pair[0]))
-    return out
-
-
-def keep(ranked: Sequence[tuple[int, float]], threshold: float, k: int, min_keep: int = 0) -> list[int]:
-    """Ids scoring ≥ ``threshold``, at most ``k``, at least the top ``min_keep``."""
-    chosen = [item for item, score in ranked[:k] if score >= threshold]
-    return chosen if len(chosen) >= min_keep else [item for item, _ in ranked[:min_keep]]
+    return _group([(cid, hit.doc_id) for cid, hit in hits], scores, [hit.score for _, hit in hits])
 
 
 def relevance_predict(scores: Scored, setting: Mapping[str, Any]) -> dict[int, list[int]]:
-    return {cid: keep(r, setting["threshold"], setting["k"], setting["min_keep"]) for cid, r in scores.items()}
+    return scores.predict(setting)
 
 
 # ----------------------------------------------------------------------------- T2
@@ -169,55 +217,59 @@ def equivalence_predict(scores: Mapping[int, tuple[list[int], np.ndarray]], sett
 
 # ----------------------------------------------------------------------------- T4
 def evidence_candidates(store: IndexStore, dataset: Dataset, claims: Sequence[Claim],
-                        depth: int = EVIDENCE_DEPTH) -> dict[ClusterKey, list[int]]:
+                        depth: int = EVIDENCE_DEPTH) -> dict[ClusterKey, list[Hit]]:
     """Each gold cluster's hybrid top-``depth`` paragraphs for claim + all its paraphrases."""
     pool = Pool.from_dataset(dataset, "evidence")
     hybrid = HybridSearcher(store.open(pool, "bm25"), store.open(pool, "dense"))
     queries = t4_queries(dataset, claims, "cluster")
     runs = hybrid.batch_search(list(queries.values()), depth)
-    return {key: [h.doc_id for h in hits] for key, hits in zip(queries, runs)}
+    return dict(zip(queries, runs))
 
 
 def evidence_scores(model: CrossEncoderModel, dataset: Dataset, claims: Sequence[Claim],
-                    candidates: Mapping[ClusterKey, Sequence[int]], stride: int = EVIDENCE_STRIDE,
+                    candidates: Mapping[ClusterKey, Sequence[Hit]], stride: int = EVIDENCE_STRIDE,
                     show_progress: bool = False, timing: dict[str, float] | None = None) -> dict[str, Scored]:
-    """Per cluster, each candidate's best-window and mean-window scores (two rankings).
+    """Per cluster, each candidate paragraph scored by its best window and by its mean window.
 
-    The cluster's first perspective stands for it, as one perspective did in training.
+    The retrieval score beside it is the fused RRF score over the cluster's best one
+    (so 1 for the top hit). The cluster's first perspective stands for it, as one
+    perspective did in training.
     """
     keys, pairs = [], []
+    retrieval: dict[tuple[ClusterKey, int], float] = {}
     for claim in claims:
         for index, cluster in enumerate(claim.clusters):
+            hits = candidates.get((claim.cid, index), ())
             perspective = dataset.perspectives[cluster.pids[0]].text
-            for eid in candidates.get((claim.cid, index), ()):
-                for window in windows(dataset.evidence[eid].text, stride=stride):
-                    keys.append(((claim.cid, index), eid))
+            for hit in hits:
+                retrieval[((claim.cid, index), hit.doc_id)] = hit.score / hits[0].score if hits[0].score else 0.0
+                for window in windows(dataset.evidence[hit.doc_id].text, stride=stride):
+                    keys.append(((claim.cid, index), hit.doc_id))
                     pairs.append(evidence_input(claim.text, perspective, window))
     scores = _timed_score(model, pairs, show_progress, "evidence", timing)
     per_paragraph: dict[tuple[ClusterKey, int], list[float]] = {}
     for key, score in zip(keys, scores):
         per_paragraph.setdefault(key, []).append(float(score))
     items = list(per_paragraph)
-    return {name: _ranked(items, np.array([agg(per_paragraph[i]) for i in items]))
+    rank = [retrieval[i] for i in items]
+    return {name: _group(items, np.array([agg(per_paragraph[i]) for i in items]), rank)
             for name, agg in (("max", max), ("mean", lambda v: sum(v) / len(v)))}
 
 
 def evidence_predict(scores: Mapping[str, Scored], setting: Mapping[str, Any]) -> dict[ClusterKey, list[int]]:
-    return {key: keep(r, setting["threshold"], setting["k"], setting["min_keep"])
-            for key, r in scores[setting["aggregate"]].items()}
+    return scores[setting["aggregate"]].predict(setting)
 
 
 # ------------------------------------------------------------------ tuning, scoring
 def _grid(task: str) -> list[dict[str, Any]]:
     if task == "relevance":
-        return [{"threshold": t, "k": k, "min_keep": m} for t in THRESHOLDS for k in T1_CAPS for m in (0, 1)]
+        return _cut_grid(T1_CAPS)
     if task == "stance":
         return [{"threshold": t, "centre": c} for t in THRESHOLDS for c in (False, True)]
     if task == "equivalence":
         return [{"threshold": t, "method": m} for t in THRESHOLDS for m in ("pairs", "average")]
     if task == "evidence":
-        return [{"threshold": t, "k": k, "min_keep": m, "aggregate": a}
-                for t in THRESHOLDS for k in T4_CAPS for m in (0, 1) for a in ("max", "mean")]
+        return [{**cut, "aggregate": a} for cut in _cut_grid(T4_CAPS) for a in ("max", "mean")]
     raise ValueError(f"unknown task {task!r}")
 
 
@@ -315,7 +367,7 @@ def evaluate_trained(dataset: Dataset, store: IndexStore, models_dir: str | Path
         curves[T_OF[task]] = [{k: (round(v * 100, 2) if k != "threshold" else v) for k, v in point.items()}
                               for point in pr_curve(task, claims, scores, setting)]
         if record and split == "test":
-            record_test_metrics(models_dir, task, split, measured)
+            update_meta(models_dir, task, {split: measured})
     t5 = t5_overall(tasks["t1"]["f1"] / 100, tasks["t2"]["f1"] / 100, tasks["t4"]["f1"] / 100)
     return {
         "system": "trained",
