@@ -1,14 +1,16 @@
 """The trained system, task by task on gold inputs (as the paper scores each step).
 
 - T1: the claim's dense top-``RELEVANCE_DEPTH`` perspectives, rescored by the relevance
-  cross-encoder; keep those scoring ≥ threshold, at most ``k``.
+  cross-encoder blended with the dense cosine; keep those above an absolute floor or
+  a fraction of the claim's best score, at most ``k``.
 - T2: P(support) from the stance model(s) for every gold perspective, optionally
   centred on the claim's median (a claim-level bias cancels out); support ≥ threshold.
-- T3: every pair of a claim's gold perspectives scored by the equivalence model; pairs
-  ≥ threshold are equivalent, either directly or after average-linkage clustering.
+- T3: every pair of a claim's gold perspectives scored by the equivalence model,
+  blended with the pair's dense cosine; pairs ≥ threshold are equivalent, either
+  directly or after average-linkage clustering.
 - T4: each gold cluster's hybrid top-``EVIDENCE_DEPTH`` paragraphs; every 3-sentence
   window is scored against claim + perspective, a paragraph's score is its best window
-  (or mean window), and paragraphs ≥ threshold are kept, at most ``k``.
+  (or mean window), blended with its retrieval score, then cut as in T1.
 
 Every threshold is tuned on dev by :func:`tune`, stored in the model's
 ``perspectrum.json``, and only applied (never re-tuned) to the evaluation split.
@@ -45,7 +47,7 @@ THRESHOLDS = tuple(round(float(t), 2) for t in np.arange(0.02, 0.99, 0.02))
 #: Relative cut-offs: keep what scores at least this fraction of the best candidate.
 RATIOS = tuple(round(float(t), 2) for t in np.arange(0.5, 0.99, 0.02))
 #: Weight of the cross-encoder against the retriever's own score (1 = model alone).
-WEIGHTS = (1.0, 0.8, 0.6, 0.4, 0.2)
+WEIGHTS = (1.0, 0.8, 0.6, 0.5, 0.4, 0.2)
 T1_CAPS = (5, 10, 15, 20, 30, 50)
 T4_CAPS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 
@@ -179,10 +181,18 @@ def stance_predict(scores: Mapping[tuple[int, int], float], setting: Mapping[str
 
 
 # ----------------------------------------------------------------------------- T3
-def equivalence_scores(model: CrossEncoderModel, dataset: Dataset, claims: Sequence[Claim],
-                       show_progress: bool = False, timing: dict[str, float] | None = None
-                       ) -> dict[int, tuple[list[int], np.ndarray]]:
-    """Per claim: its sorted gold perspective ids and the symmetric score matrix."""
+#: Per claim: its sorted gold perspective ids, the model's and the bi-encoder's matrices.
+Matrices = dict[int, tuple[list[int], np.ndarray, np.ndarray]]
+
+
+def equivalence_scores(model: CrossEncoderModel, dataset: Dataset, claims: Sequence[Claim], store: IndexStore,
+                       show_progress: bool = False, timing: dict[str, float] | None = None) -> Matrices:
+    """Every pair of a claim's gold perspectives, by the cross-encoder and by cosine.
+
+    The cosine of the dense index's embeddings is a second, independent view of
+    "says the same thing"; dev tuning decides how much of it to blend in.
+    """
+    dense = store.open(Pool.from_dataset(dataset, "perspectives"), "dense")
     keys, pairs = [], []
     for claim in claims:
         pids = sorted(claim.gold_pids)
@@ -191,7 +201,11 @@ def equivalence_scores(model: CrossEncoderModel, dataset: Dataset, claims: Seque
             first, second = dataset.perspectives[pids[i]].text, dataset.perspectives[pids[j]].text
             pairs.append(equivalence_input(claim.text, first, second))
     scores = _timed_score(model, pairs, show_progress, "equivalence", timing)
-    out = {c.cid: (sorted(c.gold_pids), np.eye(len(c.gold_pids), dtype=np.float32)) for c in claims}
+    out: Matrices = {}
+    for claim in claims:
+        pids = sorted(claim.gold_pids)
+        cosine = dense.score([dataset.perspectives[p].text for p in pids], pids)
+        out[claim.cid] = (pids, np.eye(len(pids), dtype=np.float32), cosine)
     for (cid, i, j), score in zip(keys, scores):
         out[cid][1][i, j] = out[cid][1][j, i] = score
     return out
@@ -209,10 +223,12 @@ def equivalent_pairs(pids: Sequence[int], matrix: np.ndarray, method: str, thres
     return {(pids[i], pids[j]) for i, j in combinations(range(n), 2) if labels[i] == labels[j]}
 
 
-def equivalence_predict(scores: Mapping[int, tuple[list[int], np.ndarray]], setting: Mapping[str, Any]
-                        ) -> dict[int, set[tuple[int, int]]]:
-    return {cid: equivalent_pairs(pids, m, setting["method"], setting["threshold"])
-            for cid, (pids, m) in scores.items()}
+def equivalence_predict(scores: Matrices, setting: Mapping[str, Any]) -> dict[int, set[tuple[int, int]]]:
+    """Pairs called equivalent after blending: weight × model + (1 − weight) × cosine."""
+    weight = setting["weight"]
+    return {cid: equivalent_pairs(pids, weight * model + (1 - weight) * cosine, setting["method"],
+                                  setting["threshold"])
+            for cid, (pids, model, cosine) in scores.items()}
 
 
 # ----------------------------------------------------------------------------- T4
@@ -267,7 +283,8 @@ def _grid(task: str) -> list[dict[str, Any]]:
     if task == "stance":
         return [{"threshold": t, "centre": c} for t in THRESHOLDS for c in (False, True)]
     if task == "equivalence":
-        return [{"threshold": t, "method": m} for t in THRESHOLDS for m in ("pairs", "average")]
+        return [{"weight": w, "threshold": t, "method": m}
+                for w in WEIGHTS for t in THRESHOLDS for m in ("pairs", "average")]
     if task == "evidence":
         return [{**cut, "aggregate": a} for cut in _cut_grid(T4_CAPS) for a in ("max", "mean")]
     raise ValueError(f"unknown task {task!r}")
@@ -319,7 +336,7 @@ def score_split(task: str, models: Sequence[CrossEncoderModel], dataset: Dataset
     if task == "stance":
         return stance_scores(models, dataset, claims, show_progress, timing)
     if task == "equivalence":
-        return equivalence_scores(models[0], dataset, claims, show_progress, timing)
+        return equivalence_scores(models[0], dataset, claims, store, show_progress, timing)
     if task == "evidence":
         candidates = evidence_candidates(store, dataset, claims)
         return evidence_scores(models[0], dataset, claims, candidates, show_progress=show_progress, timing=timing)
