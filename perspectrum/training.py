@@ -54,7 +54,7 @@ CONFIGS: dict[str, TaskConfig] = {
     "relevance": TaskConfig(TrainParams(epochs=1, max_length=64), negatives_per_positive=2.0),
     "stance": TaskConfig(TrainParams(epochs=3, max_length=64), members=3),
     "equivalence": TaskConfig(TrainParams(epochs=1, max_length=96), negatives_per_positive=1.0),
-    "evidence": TaskConfig(TrainParams(epochs=1, max_length=128), negatives_per_positive=1.0, max_examples=20_000),
+    "evidence": TaskConfig(TrainParams(epochs=1, max_length=128), negatives_per_positive=1.0, max_examples=14_000),
 }
 
 #: ``--quick``: a slice small enough for tests, same code path.
