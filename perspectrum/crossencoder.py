@@ -172,7 +172,6 @@ class CrossEncoderModel:
         self.meta = meta
         self.tokenizer = tokenizer
         self._float_model = model
-        self.quantized = quantize
         if quantize:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -15,10 +15,8 @@ from itertools import combinations
 
 from perspectrum.crossencoder import SEP, Pair
 from perspectrum.data import Claim, Cluster, Dataset
+from perspectrum.eval.metrics import ClusterKey
 from perspectrum.text import windows
-
-#: (claim id, index of the gold cluster within the claim), as in ``eval.metrics``.
-ClusterKey = tuple[int, int]
 
 
 @dataclass

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from perspectrum._io import atomic_folder, atomic_write
+from perspectrum._io import atomic_folder, atomic_write, write_json
 from perspectrum.crossencoder import META_FILE, CrossEncoderModel
 from perspectrum.errors import PerspectrumError
 
@@ -118,6 +118,6 @@ def update_meta(models_dir: str | Path, task: str, changes: Mapping[str, Any]) -
     """Merge ``changes`` into the model's meta and rewrite meta and card (atomically)."""
     folder = Path(models_dir) / task
     meta = {**json.loads((folder / META_FILE).read_text(encoding="utf-8")), **changes}
-    atomic_write(folder / META_FILE, lambda tmp: tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8"))
+    write_json(folder / META_FILE, meta)
     atomic_write(folder / "README.md", lambda tmp: tmp.write_text(render_card(meta), encoding="utf-8"))
     return meta

@@ -100,6 +100,20 @@ def build_examples(task: str, dataset: Dataset, claims: list[Claim], store: Inde
     return sampled, how
 
 
+def _tune_on_dev(task: str, members: list[CrossEncoderModel], dataset: Dataset, store: IndexStore,
+                 is_quick: bool, show_progress: bool) -> dict[str, Any]:
+    """Score dev (the quick slice for quick models), choose the cut-offs, and say so.
+
+    Returns the meta entries this sets: thresholds, dev metrics, dev pairs/s, and no
+    test metrics (any earlier ones belonged to other thresholds).
+    """
+    dev_claims = dataset.split("dev")[:QUICK_CLAIMS] if is_quick else dataset.split("dev")
+    timing: dict[str, float] = {}
+    scores = trained.score_split(task, members, dataset, dev_claims, store, show_progress, timing)
+    setting, dev_metrics = trained.tune(task, dev_claims, scores)
+    return {"thresholds": setting, "dev": percent(dev_metrics), "dev_pairs_per_second": timing, "test": None}
+
+
 def train_task(
     task: str,
     dataset: Dataset,
@@ -118,9 +132,7 @@ def train_task(
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}")
     config = quick(CONFIGS[task]) if is_quick else CONFIGS[task]
-    train_claims, dev_claims = dataset.split("train"), dataset.split("dev")
-    if is_quick:
-        train_claims, dev_claims = train_claims[:QUICK_CLAIMS], dev_claims[:QUICK_CLAIMS]
+    train_claims = dataset.split("train")[:QUICK_CLAIMS] if is_quick else dataset.split("train")
     started = time.perf_counter()
     examples, how = build_examples(task, dataset, train_claims, store, config, seed)
     build_seconds = time.perf_counter() - started
@@ -133,9 +145,6 @@ def train_task(
         members.append(CrossEncoderModel(model, tokenizer, {"task": task, "params": params.to_dict()}))
         runs.append(stats)
     train_seconds = time.perf_counter() - started
-    timing: dict[str, float] = {}
-    scores = trained.score_split(task, members, dataset, dev_claims, store, show_progress, timing)
-    setting, dev_metrics = trained.tune(task, dev_claims, scores)
     meta = {
         "task": task,
         "base_model": BASE_MODEL,
@@ -150,11 +159,8 @@ def train_task(
         "runs": runs,
         "train_seconds": round(train_seconds, 1),
         "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})",
-        "thresholds": setting,
         "tuned_on": "dev",
-        "dev": percent(dev_metrics),
-        "dev_pairs_per_second": timing,
-        "test": None,
+        **_tune_on_dev(task, members, dataset, store, is_quick, show_progress),
     }
     save_task(Path(models_dir) / task, members, meta)
     return meta
@@ -168,11 +174,5 @@ def retune_task(task: str, dataset: Dataset, store: IndexStore, models_dir: str 
     The old test metrics no longer match the new thresholds and are cleared.
     """
     members = load_task(models_dir, task)
-    dev_claims = dataset.split("dev")
-    if members[0].meta.get("quick"):
-        dev_claims = dev_claims[:QUICK_CLAIMS]
-    timing: dict[str, float] = {}
-    scores = trained.score_split(task, members, dataset, dev_claims, store, show_progress, timing)
-    setting, dev_metrics = trained.tune(task, dev_claims, scores)
-    return update_meta(models_dir, task, {"thresholds": setting, "dev": percent(dev_metrics),
-                                          "dev_pairs_per_second": timing, "test": None})
+    changes = _tune_on_dev(task, members, dataset, store, bool(members[0].meta.get("quick")), show_progress)
+    return update_meta(models_dir, task, changes)
