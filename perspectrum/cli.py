@@ -71,6 +71,7 @@ JsonOut = Annotated[Optional[Path], typer.Option("--json", help="Write the full 
 class PoolChoice(str, Enum):
     perspectives = "perspectives"
     evidence = "evidence"
+    sentences = "sentences"
     all = "all"
 
 
@@ -96,6 +97,7 @@ class TaskChoice(str, Enum):
     stance = "stance"
     equivalence = "equivalence"
     evidence = "evidence"
+    sentences = "sentences"
     all = "all"
 
 
@@ -186,7 +188,7 @@ def index_build(
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What to search for.")],
-    pool: Annotated[PoolChoice, typer.Option(help="perspectives or evidence.")] = PoolChoice.perspectives,
+    pool: Annotated[PoolChoice, typer.Option(help="perspectives, evidence, or sentences (of evidence).")] = PoolChoice.perspectives,
     method: Annotated[Method, typer.Option(help="Retriever.")] = Method.hybrid,
     k: Annotated[int, typer.Option("-k", min=1, max=1000, help="How many hits.")] = 10,
     data_dir: DataDir = None,
@@ -201,7 +203,7 @@ def search(
     if not query.strip():
         raise PerspectrumError("the query is empty")
     if pool is PoolChoice.all:
-        raise PerspectrumError("search one pool at a time: --pool perspectives or --pool evidence")
+        raise PerspectrumError("search one pool at a time: --pool perspectives, evidence or sentences")
     dataset = load_dataset(data_dir, verify=not no_verify)
     docs = Pool.from_dataset(dataset, pool.value)
     store = _store(index_dir)
@@ -229,7 +231,7 @@ def train(
     seed: Annotated[int, typer.Option(help="Seed for the head, example order and sampling.")] = 13,
     quick: Annotated[bool, typer.Option("--quick", help="Train on a tiny slice (tests, smoke runs).")] = False,
     tune_only: Annotated[bool, typer.Option("--tune-only", help="Keep the trained weights; re-choose the "
-                                            "thresholds on dev.")] = False,
+                                            "thresholds on dev (evidence also re-fits its ranker).")] = False,
     json_path: JsonOut = None,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,

@@ -299,12 +299,24 @@ def download(to: str | Path, base_url: str = DOWNLOAD_URL, timeout: float = 30.0
     return written
 
 
-POOL_NAMES = ("perspectives", "evidence")
+POOL_NAMES = ("perspectives", "evidence", "sentences")
+
+
+def sentence_id(eid: int, position: int) -> str:
+    """The id of sentence ``position`` (from 0) of evidence paragraph ``eid`` in the ``sentences`` pool."""
+    return f"{eid}:{position}"
+
+
+def paragraph_of(doc_id: int | str) -> int:
+    """The evidence paragraph a ``sentences``-pool id belongs to (inverse of :func:`sentence_id`)."""
+    return int(str(doc_id).split(":", 1)[0])
 
 
 @dataclass(frozen=True)
 class Pool:
-    """The texts one index is built over: perspective sentences or evidence paragraphs.
+    """The texts one index is built over: perspective sentences, evidence paragraphs, or
+    the evidence paragraphs' sentences (which a paragraph-level vector blurs: one
+    sentence of a long paragraph may match a perspective that the whole does not).
 
     Ids keep their type (PERSPECTRUM's are ints) so hits map straight back to gold
     labels; ``fingerprint`` hashes ids and texts so an index knows its pool changed.
@@ -316,11 +328,21 @@ class Pool:
 
     @classmethod
     def from_dataset(cls, dataset: Dataset, name: str) -> Pool:
-        """The dataset's perspective or evidence pool, in id order."""
+        """The dataset's perspective, evidence or evidence-sentence pool, in id order.
+
+        Sentences come from :func:`perspectrum.text.sentences`, ordered by paragraph
+        id and then position; a paragraph the splitter finds no sentence in is one.
+        """
         if name == "perspectives":
-            rows = sorted((p.pid, p.text) for p in dataset.perspectives.values())
+            rows: list[tuple[int | str, str]] = sorted((p.pid, p.text) for p in dataset.perspectives.values())
         elif name == "evidence":
             rows = sorted((e.eid, e.text) for e in dataset.evidence.values())
+        elif name == "sentences":
+            from perspectrum.text import sentences
+
+            rows = [(sentence_id(eid, j), text)
+                    for eid, paragraph in sorted((e.eid, e.text) for e in dataset.evidence.values())
+                    for j, text in enumerate(sentences(paragraph) or (paragraph,))]
         else:
             raise PerspectrumError(f"unknown pool {name!r}: choose one of {', '.join(POOL_NAMES)}")
         return cls(name, tuple(i for i, _ in rows), tuple(t for _, t in rows))

@@ -68,9 +68,9 @@ def test_index_build_then_reuse(data_dir: Path, tmp_path: Path) -> None:
             "--kind", "bm25")
     first = invoke(*args)
     assert first.exit_code == 0, first.output
-    assert first.output.count("built") == 2
+    assert first.output.count("built") == 3  # perspectives, evidence, evidence sentences
     second = invoke(*args)
-    assert second.exit_code == 0 and second.output.count("reused") == 2
+    assert second.exit_code == 0 and second.output.count("reused") == 3
     forced = invoke(*args, "--pool", "evidence", "--force")
     assert forced.output.count("built") == 1
 
@@ -81,6 +81,10 @@ def test_search_json_and_errors(data_dir: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     hits = json.loads(result.stdout)
     assert len(hits) == 2 and hits[0]["id"] in (8, 9) and "waste" in hits[0]["text"]
+    sentence = invoke("search", "radioactive for millennia", "--pool", "sentences", "--method", "bm25", "-k", "1",
+                      "--json", *common)
+    hit = json.loads(sentence.stdout)[0]
+    assert hit["id"] == "6:0" and hit["text"] == "Spent nuclear fuel remains radioactive for millennia."
     assert "empty" in one_line_error(invoke("search", "   ", *common))
     assert "one pool" in one_line_error(invoke("search", "cars", "--pool", "all", *common))
 
