@@ -1,0 +1,261 @@
+"""Which of a debate's retrieved paragraphs argue *this* perspective: the evidence ranker.
+
+Evidence retrieval finds the right debate easily; the hard part is the perspective.
+On dev, 35 % of a cluster's hybrid top-20 paragraphs are gold evidence for a
+*sibling* cluster of the same claim, and a cross-encoder that sees one
+(perspective, window) pair at a time cannot tell them apart (the evidence model's
+windows score 38 T4 F1 on dev). A paragraph usually argues one perspective, so the
+ranker looks at every cluster of the claim at once and asks how much better the
+paragraph fits this cluster than its siblings, by dense cosine (paragraph and best
+sentence), BM25, and retrieval rank.
+
+Two stages of gradient-boosted trees (scikit-learn's ``HistGradientBoostingClassifier``,
+deterministic for a seed): the first scores (cluster, paragraph) pairs from these
+features; the second adds how that score compares with the same paragraph's score
+for the sibling clusters and with the cluster's other candidates. The second stage
+is trained on out-of-fold first-stage scores (folds by claim), so it learns from
+scores like those it will see on unseen claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perspectrum._io import atomic_write
+from perspectrum.data import Claim, Dataset, Pool, paragraph_of
+from perspectrum.errors import PerspectrumError
+from perspectrum.index import IndexStore
+from perspectrum.search import Hit, HybridSearcher
+
+#: Hybrid candidates per cluster (dev T4 F1 of the first stage: 57.0 at 20, 55.9 at 40).
+DEPTH = 20
+#: File of a fitted ranker inside the evidence model's folder.
+RANKER_FILE = "ranker.joblib"
+FOLDS = 5
+
+#: Per (cluster, paragraph). "comp" = this cluster's value minus the best sibling cluster's.
+FEATURES = (
+    "cos", "cos_comp", "cos_rank", "claim_cos", "rrf", "rank", "bm25", "cos_gap", "in_runs", "clusters",
+    "bm25_comp", "bm25_rank", "rrf_comp", "chars",
+    "sent_cos", "sent_comp", "first_cos", "first_comp", "persp_cos", "persp_comp", "sent_gap",
+)
+#: Added by the second stage, from first-stage scores p.
+SECOND = ("p", "p_comp", "siblings", "p_gap", "p_rank")
+
+#: One candidate: (claim key, cluster index, paragraph id).
+Key = tuple[Any, int, int]
+
+
+@dataclass(frozen=True)
+class Debate:
+    """A claim and its perspective clusters (each a tuple of paraphrases)."""
+
+    claim: str
+    clusters: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def of(cls, dataset: Dataset, claim: Claim) -> Debate:
+        """A dataset claim with its gold clusters."""
+        return cls(claim.text, tuple(tuple(dataset.perspectives[p].text for p in c.pids) for c in claim.clusters))
+
+
+@dataclass
+class Table:
+    """Candidates and their features, one row per (claim key, cluster, paragraph)."""
+
+    keys: list[Key]
+    features: np.ndarray
+    hits: dict[tuple[Any, int], list[Hit]]
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
+
+
+def _versus_siblings(matrix: np.ndarray, own: int) -> tuple[np.ndarray, np.ndarray]:
+    """Column ``own`` of a (candidates × clusters) matrix, and its margin over the best other column."""
+    mine = matrix[:, own]
+    others = np.delete(matrix, own, axis=1)
+    return mine, mine - (others.max(axis=1) if others.shape[1] else 0.0)
+
+
+class Featurizer:
+    """Retrieves each cluster's candidate paragraphs and computes :data:`FEATURES`.
+
+    Needs the evidence pool's BM25 and dense indexes and the ``sentences`` pool's
+    dense index (built if missing, as every index is).
+    """
+
+    def __init__(self, store: IndexStore, dataset: Dataset, show_progress: bool = False) -> None:
+        evidence = Pool.from_dataset(dataset, "evidence")
+        self.bm25 = store.open(evidence, "bm25", show_progress=show_progress)
+        self.dense = store.open(evidence, "dense", show_progress=show_progress)
+        self.sentences = store.open(Pool.from_dataset(dataset, "sentences"), "dense", show_progress=show_progress)
+        self.hybrid = HybridSearcher(self.bm25, self.dense)
+        self.encoder = store.encoder
+        self.chars = dict(zip(evidence.ids, (len(t) for t in evidence.texts)))
+        rows: dict[int, list[int]] = {}
+        for row, doc_id in enumerate(self.sentences.doc_ids):
+            rows.setdefault(paragraph_of(doc_id), []).append(row)
+        self._sentence_rows = rows
+
+    def table(self, debates: Mapping[Any, Debate], depth: int = DEPTH) -> Table:
+        """Every cluster's hybrid top-``depth`` paragraphs (paraphrases as the query) with features."""
+        order = list(debates)
+        queries = [(key, i, " ".join(c)) for key in order for i, c in enumerate(debates[key].clusters)]
+        runs = self.hybrid.batch_search([q for _, _, q in queries], depth)
+        hits = {(key, i): run for (key, i, _), run in zip(queries, runs)}
+        best_bm25 = [h[0].score if h else 0.0 for h in self.bm25.batch_search([q for _, _, q in queries], 1)]
+        top_bm25 = {(key, i): s or 1.0 for (key, i, _), s in zip(queries, best_bm25)}
+        texts = [t for key in order for c in debates[key].clusters for t in c]
+        vectors = iter(self.encoder.encode(texts) if texts else ())
+        claims = dict(zip(order, self.encoder.encode([debates[k].claim for k in order]))) if order else {}
+        keys: list[Key] = []
+        blocks: list[np.ndarray] = []
+        for key in order:
+            debate = debates[key]
+            perspectives = [np.array([next(vectors) for _ in c]) for c in debate.clusters]
+            centroids = _unit(np.array([p.mean(axis=0) for p in perspectives]))
+            cluster_queries = [" ".join(c) for c in debate.clusters]
+            for i in range(len(debate.clusters)):
+                ids = [h.doc_id for h in hits[(key, i)]]
+                if not ids:
+                    continue
+                blocks.append(self._features(key, i, ids, hits, debate, claims[key], perspectives, centroids,
+                                             cluster_queries, top_bm25))
+                keys += [(key, i, d) for d in ids]
+        features = np.vstack(blocks) if blocks else np.zeros((0, len(FEATURES)))
+        return Table(keys, features, hits)
+
+    def _features(self, key: Any, i: int, ids: list[int], hits: Mapping[tuple[Any, int], list[Hit]],
+                  debate: Debate, claim: np.ndarray, perspectives: list[np.ndarray], centroids: np.ndarray,
+                  cluster_queries: list[str], top_bm25: Mapping[tuple[Any, int], float]) -> np.ndarray:
+        n_clusters = len(debate.clusters)
+        paragraphs = self.dense.embeddings[[self.dense._row_of[d] for d in ids]]
+        cos_all = paragraphs @ centroids.T
+        cos, cos_comp = _versus_siblings(cos_all, i)
+        bm25_all = self.bm25.score(cluster_queries, ids).T / np.array([top_bm25[(key, j)] for j in range(n_clusters)])
+        bm25, bm25_comp = _versus_siblings(bm25_all, i)
+        rrf_all = np.array([[self._rrf(hits[(key, j)], d) for j in range(n_clusters)] for d in ids])
+        rrf, rrf_comp = _versus_siblings(rrf_all, i)
+        sentence_vectors = [self.sentences.embeddings[self._sentence_rows[d]] for d in ids]
+        sent_all = np.array([[float((s @ p.T).max()) for p in perspectives] for s in sentence_vectors])
+        first_all = np.array([[float((s[0] @ p.T).max()) for p in perspectives] for s in sentence_vectors])
+        persp_all = np.array([[float((v @ p.T).max()) for p in perspectives] for v in paragraphs])
+        sent, sent_comp = _versus_siblings(sent_all, i)
+        first, first_comp = _versus_siblings(first_all, i)
+        persp, persp_comp = _versus_siblings(persp_all, i)
+        columns = {
+            "cos": cos, "cos_comp": cos_comp, "cos_rank": (cos_all > cos[:, None]).sum(axis=1),
+            "claim_cos": paragraphs @ claim, "rrf": rrf, "rank": np.arange(len(ids)),
+            "bm25": bm25, "cos_gap": cos - cos.max(),
+            "in_runs": (rrf_all > 0).sum(axis=1), "clusters": np.full(len(ids), n_clusters),
+            "bm25_comp": bm25_comp, "bm25_rank": (bm25_all > bm25[:, None]).sum(axis=1), "rrf_comp": rrf_comp,
+            "chars": np.array([self.chars[d] for d in ids]),
+            "sent_cos": sent, "sent_comp": sent_comp, "first_cos": first, "first_comp": first_comp,
+            "persp_cos": persp, "persp_comp": persp_comp, "sent_gap": sent - sent.max(),
+        }
+        return np.column_stack([columns[name] for name in FEATURES]).astype(np.float64)
+
+    @staticmethod
+    def _rrf(run: Sequence[Hit], doc_id: int) -> float:
+        """The paragraph's fused score in a cluster's run, relative to its top hit (0 if absent)."""
+        for hit in run:
+            if hit.doc_id == doc_id:
+                return hit.score / run[0].score if run[0].score else 0.0
+        return 0.0
+
+
+def second_stage(keys: Sequence[Key], first: np.ndarray) -> np.ndarray:
+    """:data:`SECOND` columns: first-stage scores against siblings and cluster-mates."""
+    by_paragraph: dict[tuple[Any, int], dict[int, float]] = {}
+    by_cluster: dict[tuple[Any, int], list[float]] = {}
+    for (key, i, d), p in zip(keys, first):
+        by_paragraph.setdefault((key, d), {})[i] = float(p)
+        by_cluster.setdefault((key, i), []).append(float(p))
+    rows = []
+    for (key, i, d), p in zip(keys, first):
+        siblings = [v for j, v in by_paragraph[(key, d)].items() if j != i]
+        mates = by_cluster[(key, i)]
+        rows.append([p, p - max(siblings, default=0.0), len(siblings), p - max(mates), sum(m > p for m in mates)])
+    return np.array(rows, dtype=np.float64).reshape(len(rows), len(SECOND))
+
+
+def _classifier(seed: int) -> Any:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05, early_stopping=False, random_state=seed)
+
+
+class EvidenceRanker:
+    """The two fitted stages; :meth:`score` gives P(paragraph is this cluster's evidence)."""
+
+    def __init__(self, first: Any, second: Any) -> None:
+        self.first = first
+        self.second = second
+
+    @classmethod
+    def fit(cls, table: Table, labels: np.ndarray, seed: int = 13) -> EvidenceRanker:
+        """Fit stage one on ``table``, then stage two on stage one's out-of-fold scores.
+
+        Folds group candidates by claim so no claim's own labels leak into the
+        scores stage two learns from.
+        """
+        from sklearn.model_selection import GroupKFold
+
+        labels = np.asarray(labels, dtype=bool)
+        if labels.all() or not labels.any():
+            raise PerspectrumError("the evidence ranker needs both gold and non-gold candidates to learn from")
+        order = {key: n for n, key in enumerate(dict.fromkeys(k for k, _, _ in table.keys))}
+        if len(order) < 2:
+            raise PerspectrumError("the evidence ranker needs candidates from at least two claims")
+        claims = np.array([order[k] for k, _, _ in table.keys])
+        folds = min(FOLDS, len(order))
+        out_of_fold = np.zeros(len(labels))
+        for train, held in GroupKFold(folds).split(table.features, labels, claims):
+            if labels[train].all() or not labels[train].any():
+                out_of_fold[held] = labels[train].mean()
+                continue
+            out_of_fold[held] = _classifier(seed).fit(table.features[train], labels[train]).predict_proba(
+                table.features[held])[:, 1]
+        first = _classifier(seed).fit(table.features, labels)
+        second = _classifier(seed).fit(np.hstack([table.features, second_stage(table.keys, out_of_fold)]), labels)
+        return cls(first, second)
+
+    def score(self, table: Table) -> np.ndarray:
+        """P(evidence) for every row of ``table``."""
+        if not table.keys:
+            return np.zeros(0)
+        first = self.first.predict_proba(table.features)[:, 1]
+        return self.second.predict_proba(np.hstack([table.features, second_stage(table.keys, first)]))[:, 1]
+
+    def save(self, folder: str | Path) -> Path:
+        """Write both stages to ``folder/ranker.joblib`` (atomically)."""
+        import joblib
+
+        return atomic_write(Path(folder) / RANKER_FILE, lambda tmp: joblib.dump(
+            {"features": FEATURES, "second": SECOND, "first_stage": self.first, "second_stage": self.second}, tmp))
+
+    @classmethod
+    def load(cls, folder: str | Path) -> EvidenceRanker:
+        """Read a ranker saved by :meth:`save`. It is a pickle: load only rankers you trained."""
+        import joblib
+
+        path = Path(folder) / RANKER_FILE
+        if not path.is_file():
+            raise PerspectrumError(f"no evidence ranker in {folder}: run `perspectrum train evidence --tune-only`")
+        saved = joblib.load(path)
+        if tuple(saved.get("features", ())) != FEATURES or tuple(saved.get("second", ())) != SECOND:
+            raise PerspectrumError(f"{path} was fitted on other features: run `perspectrum train evidence --tune-only`")
+        return cls(saved["first_stage"], saved["second_stage"])
+
+
+def labels_for(dataset: Dataset, table: Table) -> np.ndarray:
+    """Gold labels of a table built from dataset claims keyed by cid."""
+    gold = {(c.cid, i): set(cluster.evidence) for c in dataset.claims.values() for i, cluster in enumerate(c.clusters)}
+    return np.array([d in gold[(key, i)] for key, i, d in table.keys], dtype=bool)

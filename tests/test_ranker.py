@@ -1,0 +1,103 @@
+"""The evidence ranker: the sentence pool, its features, two-stage fit, and save/load.
+
+Built on the ten-claim fixture; what matters is that features compare a paragraph
+with every cluster of its claim, that fitting is deterministic, and that a saved
+ranker scores exactly as the fitted one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perspectrum.data import Pool, load_dataset, paragraph_of, sentence_id
+from perspectrum.errors import PerspectrumError
+from perspectrum.index import IndexStore
+from perspectrum.ranker import (
+    FEATURES,
+    RANKER_FILE,
+    Debate,
+    EvidenceRanker,
+    Featurizer,
+    labels_for,
+    second_stage,
+)
+from perspectrum.text import sentences
+from tests.conftest import write_dataset
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """(dataset, featurizer, table of the train claims, labels)."""
+    root = tmp_path_factory.mktemp("ranker")
+    dataset = load_dataset(write_dataset(root / "data"), verify=False)
+    featurizer = Featurizer(IndexStore(root / "indexes"), dataset)
+    train = dataset.split("train")
+    table = featurizer.table({c.cid: Debate.of(dataset, c) for c in train}, depth=5)
+    return dataset, featurizer, table, labels_for(dataset, table)
+
+
+def test_sentence_pool_splits_every_paragraph_and_ids_map_back(setup):
+    dataset = setup[0]
+    pool = Pool.from_dataset(dataset, "sentences")
+    by_paragraph: dict[int, list[str]] = {}
+    for doc_id, text in zip(pool.ids, pool.texts):
+        by_paragraph.setdefault(paragraph_of(doc_id), []).append(text)
+    assert set(by_paragraph) == set(dataset.evidence)
+    for eid, texts in by_paragraph.items():
+        assert tuple(texts) == sentences(dataset.evidence[eid].text)
+    assert pool.ids[0] == sentence_id(1, 0) and paragraph_of(sentence_id(12, 3)) == 12
+    assert len(by_paragraph[1]) == 2  # "Zoos run breeding programmes. Several species ..."
+
+
+def test_every_cluster_gets_candidates_with_finite_features(setup):
+    dataset, _, table, labels = setup
+    clusters = {(c.cid, i) for c in dataset.split("train") for i in range(len(c.clusters))}
+    assert set(table.hits) == clusters
+    assert {(k, i) for k, i, _ in table.keys} == clusters
+    assert table.features.shape == (len(table.keys), len(FEATURES)) and np.isfinite(table.features).all()
+    assert len(table.keys) == sum(len(h) for h in table.hits.values()) == 5 * len(clusters)
+    assert labels.sum() == sum(min(len(cl.evidence), 5) for c in dataset.split("train") for cl in c.clusters)
+
+
+def test_features_compare_a_paragraph_with_the_sibling_clusters(setup):
+    """Paragraph 1 (breeding programmes) is zoo cluster 0's evidence and not cluster 1's (cruel cages)."""
+    _, _, table, _ = setup
+    row = {key: n for n, key in enumerate(table.keys)}
+    comp = FEATURES.index("cos_comp")
+    own, sibling = table.features[row[(1, 0, 1)]], table.features[row[(1, 1, 1)]]
+    assert own[comp] > 0 > sibling[comp]
+    assert own[comp] == pytest.approx(-sibling[comp])  # two clusters: one margin, opposite signs
+    assert own[FEATURES.index("clusters")] == 2 and own[FEATURES.index("sent_cos")] >= own[FEATURES.index("cos")] - 0.5
+
+
+def test_second_stage_columns_by_hand():
+    keys = [("c", 0, 7), ("c", 0, 8), ("c", 1, 7)]
+    columns = second_stage(keys, np.array([0.9, 0.2, 0.6]))
+    # p, p - best sibling score of the same paragraph, siblings, p - cluster best, cluster-mates above
+    assert np.allclose(columns, [[0.9, 0.3, 1, 0.0, 0], [0.2, 0.2, 0, -0.7, 1], [0.6, -0.3, 1, 0.0, 0]])
+
+
+def test_fit_is_deterministic_and_a_saved_ranker_scores_the_same(setup, tmp_path):
+    _, _, table, labels = setup
+    ranker = EvidenceRanker.fit(table, labels, seed=3)
+    again = EvidenceRanker.fit(table, labels, seed=3)
+    scores = ranker.score(table)
+    assert np.array_equal(scores, again.score(table))
+    assert scores.shape == (len(labels),) and ((scores >= 0) & (scores <= 1)).all()
+    assert scores[labels].mean() > scores[~labels].mean()  # it learned its own training data
+    ranker.save(tmp_path)
+    assert np.array_equal(EvidenceRanker.load(tmp_path).score(table), scores)
+
+
+def test_ranker_refuses_what_it_cannot_learn_or_load(setup, tmp_path):
+    _, _, table, labels = setup
+    with pytest.raises(PerspectrumError, match="both gold and non-gold"):
+        EvidenceRanker.fit(table, np.zeros_like(labels))
+    with pytest.raises(PerspectrumError, match="no evidence ranker"):
+        EvidenceRanker.load(tmp_path)
+    import joblib
+
+    joblib.dump({"features": ("other",), "second": ()}, tmp_path / RANKER_FILE)
+    with pytest.raises(PerspectrumError, match="other features"):
+        EvidenceRanker.load(tmp_path)
