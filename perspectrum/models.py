@@ -10,7 +10,7 @@ written into a temporary sibling and swapped in, so a model is never half-writte
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,16 @@ def _fmt_metrics(metrics: Mapping[str, Any] | None) -> str:
     if not metrics:
         return "not measured yet (run `perspectrum evaluate --system trained --split test`)"
     return ", ".join(f"{k} {v}" for k, v in metrics.items())
+
+
+def _ranker_lines(ranker: Mapping[str, Any] | None) -> list[str]:
+    """The card's lines on the evidence ranker kept in ``ranker.joblib``, if the task has one."""
+    if not ranker:
+        return []
+    return [f"- evidence ranker (`ranker.joblib`, scikit-learn gradient-boosted trees in two stages; "
+            f"see `perspectrum.ranker`): fitted on {ranker['candidates']:,} training candidates "
+            f"({ranker['positives']:,} gold; hybrid top-{ranker['depth']} per cluster) in {ranker['seconds']:.0f} s, "
+            f"seed {ranker['seed']}; features: {', '.join(ranker['features'])}"]
 
 
 def render_card(meta: Mapping[str, Any]) -> str:
@@ -68,6 +78,7 @@ def render_card(meta: Mapping[str, Any]) -> str:
         f"- examples: {meta['examples']['examples']:,} ({meta['examples']['positives']:,} positive); "
         f"{meta['examples']['how']}",
         f"- training time: {meta['train_seconds']:.0f} s on {meta['hardware']}",
+        *_ranker_lines(meta.get("ranker")),
         "",
         "| hyper-parameter | value |",
         "|---|---|",
@@ -91,8 +102,13 @@ def render_card(meta: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def save_task(folder: str | Path, members: Sequence[CrossEncoderModel], meta: Mapping[str, Any]) -> Path:
-    """Write an ensemble (or single model) with its meta and card, atomically."""
+def save_task(folder: str | Path, members: Sequence[CrossEncoderModel], meta: Mapping[str, Any],
+              extra: Callable[[Path], Any] | None = None) -> Path:
+    """Write an ensemble (or single model) with its meta and card, atomically.
+
+    ``extra(folder)`` writes anything else the task keeps beside its weights (the
+    evidence ranker) into the same folder before it is swapped in.
+    """
     meta = dict(meta)
     meta["members"] = [f"members/seed-{m.meta['params']['seed']}" for m in members[1:]]
 
@@ -103,6 +119,8 @@ def save_task(folder: str | Path, members: Sequence[CrossEncoderModel], meta: Ma
             member.write(tmp / sub)
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         (tmp / "README.md").write_text(render_card(meta), encoding="utf-8")
+        if extra is not None:
+            extra(tmp)
 
     return atomic_folder(folder, write)
 

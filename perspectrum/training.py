@@ -27,6 +27,7 @@ from perspectrum.examples import (
 )
 from perspectrum.index import IndexStore
 from perspectrum.models import TASKS, load_task, save_task, update_meta
+from perspectrum.ranker import DEPTH, FEATURES, SECOND, Debate, EvidenceRanker, Featurizer, labels_for
 from perspectrum.search import Hit
 
 @dataclass(frozen=True)
@@ -103,8 +104,20 @@ def build_examples(task: str, dataset: Dataset, claims: list[Claim], store: Inde
     return sampled, how
 
 
+def fit_ranker(dataset: Dataset, store: IndexStore, seed: int, is_quick: bool,
+               show_progress: bool) -> tuple[EvidenceRanker, dict[str, Any]]:
+    """Fit the evidence ranker on the training claims' candidates; say how, for the meta."""
+    started = time.perf_counter()
+    claims = dataset.split("train")[:QUICK_CLAIMS] if is_quick else dataset.split("train")
+    table = Featurizer(store, dataset, show_progress).table({c.cid: Debate.of(dataset, c) for c in claims})
+    labels = labels_for(dataset, table)
+    ranker = EvidenceRanker.fit(table, labels, seed)
+    return ranker, {"candidates": len(labels), "positives": int(labels.sum()), "depth": DEPTH, "seed": seed,
+                    "features": [*FEATURES, *SECOND], "seconds": round(time.perf_counter() - started, 1)}
+
+
 def _tune_on_dev(task: str, members: list[CrossEncoderModel], dataset: Dataset, store: IndexStore,
-                 is_quick: bool, show_progress: bool) -> dict[str, Any]:
+                 is_quick: bool, show_progress: bool, ranker: EvidenceRanker | None = None) -> dict[str, Any]:
     """Score dev (the quick slice for quick models), choose the cut-offs, and say so.
 
     Returns the meta entries this sets: thresholds, dev metrics, dev pairs/s, and no
@@ -112,7 +125,7 @@ def _tune_on_dev(task: str, members: list[CrossEncoderModel], dataset: Dataset, 
     """
     dev_claims = dataset.split("dev")[:QUICK_CLAIMS] if is_quick else dataset.split("dev")
     timing: dict[str, float] = {}
-    scores = trained.score_split(task, members, dataset, dev_claims, store, show_progress, timing)
+    scores = trained.score_split(task, members, dataset, dev_claims, store, show_progress, timing, ranker)
     setting, dev_metrics = trained.tune(task, dev_claims, scores)
     return {"thresholds": setting, "dev": percent(dev_metrics), "dev_pairs_per_second": timing, "test": None}
 
@@ -149,6 +162,8 @@ def train_task(
         member_meta = {"task": task, "params": params.to_dict(), "quantize": config.quantize}
         members.append(CrossEncoderModel(model, tokenizer, member_meta, config.quantize))
         runs.append(stats)
+    ranker, ranker_meta = (fit_ranker(dataset, store, seed, is_quick, show_progress) if task == "evidence"
+                           else (None, None))
     train_seconds = time.perf_counter() - started
     meta = {
         "task": task,
@@ -163,12 +178,13 @@ def train_task(
         "examples": {"examples": len(examples), "positives": examples.positives, "how": how,
                      "build_seconds": round(build_seconds, 1)},
         "runs": runs,
+        **({"ranker": ranker_meta} if ranker_meta else {}),
         "train_seconds": round(train_seconds, 1),
         "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})",
         "tuned_on": "dev",
-        **_tune_on_dev(task, members, dataset, store, is_quick, show_progress),
+        **_tune_on_dev(task, members, dataset, store, is_quick, show_progress, ranker),
     }
-    save_task(Path(models_dir) / task, members, meta)
+    save_task(Path(models_dir) / task, members, meta, extra=ranker.save if ranker else None)
     return meta
 
 
@@ -177,8 +193,18 @@ def retune_task(task: str, dataset: Dataset, store: IndexStore, models_dir: str 
     """Keep a trained model's weights; re-score dev and choose its thresholds again.
 
     For when the cut-off search changes (it takes minutes, retraining takes many).
-    The old test metrics no longer match the new thresholds and are cleared.
+    Evidence also re-fits its ranker (minutes, deterministic for the model's seed),
+    which sits between the cross-encoder and the cut. The old test metrics no longer
+    match the new thresholds and are cleared.
     """
     members = load_task(models_dir, task)
-    changes = _tune_on_dev(task, members, dataset, store, bool(members[0].meta.get("quick")), show_progress)
+    meta = members[0].meta
+    is_quick = bool(meta.get("quick"))
+    ranker, changes = None, {}
+    if task == "evidence":
+        ranker, ranker_meta = fit_ranker(dataset, store, meta["seeds"][0], is_quick, show_progress)
+        changes["ranker"] = ranker_meta
+    changes.update(_tune_on_dev(task, members, dataset, store, is_quick, show_progress, ranker))
+    if ranker is not None:
+        ranker.save(Path(models_dir) / task)
     return update_meta(models_dir, task, changes)

@@ -20,6 +20,7 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.eval import trained
 from perspectrum.index import IndexStore
 from perspectrum.models import TASKS, load_task
+from perspectrum.ranker import RANKER_FILE, EvidenceRanker
 from perspectrum.training import train_task
 from tests.conftest import CLAIMS, write_dataset
 
@@ -78,6 +79,8 @@ def test_saved_models_round_trip_with_card(trained_dir):
         again = load_task(models, task)[0]
         assert (members[0].score(PAIRS[:4]) == again.score(PAIRS[:4])).all()
         assert not [p for p in models.iterdir() if p.name.startswith(".")]  # no temp folders left
+        assert (folder / RANKER_FILE).is_file() == (task == "evidence") == ("ranker" in meta)
+    assert "evidence ranker (`ranker.joblib`" in (models / "evidence" / "README.md").read_text()
 
 
 def test_models_marked_unquantized_load_in_float(trained_dir):
@@ -98,7 +101,8 @@ def test_stored_thresholds_are_the_dev_optimum(trained_dir):
     dev = dataset.split("dev")[:4]
     for task in TASKS:
         members = load_task(models, task)
-        scores = trained.score_split(task, members, dataset, dev, IndexStore(indexes))
+        ranker = EvidenceRanker.load(models / task) if task == "evidence" else None
+        scores = trained.score_split(task, members, dataset, dev, IndexStore(indexes), ranker=ranker)
         setting, _ = trained.tune(task, dev, scores)
         assert setting == members[0].meta["thresholds"]
 

@@ -8,9 +8,11 @@
 - T3: every pair of a claim's gold perspectives scored by the equivalence model,
   blended with the pair's dense cosine; pairs ≥ threshold are equivalent, either
   directly or after average-linkage clustering.
-- T4: each gold cluster's hybrid top-``EVIDENCE_DEPTH`` paragraphs; every 3-sentence
-  window is scored against claim + perspective, a paragraph's score is its best window
-  (or mean window), blended with its retrieval score, then cut as in T1.
+- T4: each gold cluster's candidates and P(evidence) from the evidence ranker
+  (:mod:`perspectrum.ranker`, which compares a paragraph with every cluster of the
+  claim); every 3-sentence window is scored against claim + perspective by the
+  cross-encoder, a paragraph's score is its best (or mean) window, blended with the
+  ranker's probability, then cut as in T1.
 
 Every threshold is tuned on dev by :func:`tune`, stored in the model's
 ``perspectrum.json``, and only applied (never re-tuned) to the evaluation split.
@@ -33,12 +35,13 @@ from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equ
 from perspectrum.examples import claim_perspective_input, equivalence_input, evidence_input
 from perspectrum.index import IndexStore
 from perspectrum.models import TASKS, load_task, update_meta
+from perspectrum.ranker import Debate, EvidenceRanker, Featurizer
 from perspectrum.search import Hit, HybridSearcher
 from perspectrum.text import windows
 
 #: Dense candidates per claim for T1 (cluster coverage 76.7% on test, foundation issue).
 RELEVANCE_DEPTH = 50
-#: Hybrid candidates per cluster for T4 (gold-evidence recall ~80% at 20, 93% at 50).
+#: Hybrid candidates per cluster for the evidence model's training negatives.
 EVIDENCE_DEPTH = 20
 #: Window stride when scoring: every sentence is still covered, ~40% fewer pairs.
 EVIDENCE_STRIDE = 2
@@ -46,12 +49,14 @@ EVIDENCE_STRIDE = 2
 THRESHOLDS = tuple(round(float(t), 2) for t in np.arange(0.02, 0.99, 0.02))
 #: Relative cut-offs: keep what scores at least this fraction of the best candidate.
 RATIOS = tuple(round(float(t), 2) for t in np.arange(0.5, 0.99, 0.02))
-#: Weight of the cross-encoder against the retriever's own score (1 = model alone).
+#: Weight of the cross-encoder against the prior: the retriever's own score, or for T4
+#: the evidence ranker's probability (1 = cross-encoder alone, 0 = prior alone).
 WEIGHTS = (1.0, 0.8, 0.6, 0.5, 0.4, 0.2)
+EVIDENCE_WEIGHTS = (*WEIGHTS, 0.0)
 T1_CAPS = (5, 10, 15, 20, 30, 50)
 T4_CAPS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 
-#: A retrieved candidate: (id, model score, retrieval score in [0, 1]).
+#: A retrieved candidate: (id, model score, prior score in [0, 1]).
 Candidate = tuple[int, float, float]
 
 
@@ -105,10 +110,10 @@ def keep(ranked: Sequence[tuple[float, int]], setting: Mapping[str, Any]) -> lis
     return chosen if len(chosen) >= setting["min_keep"] else [item for _, item in ranked[:setting["min_keep"]]]
 
 
-def _cut_grid(caps: Sequence[int]) -> list[dict[str, Any]]:
+def _cut_grid(caps: Sequence[int], weights: Sequence[float] = WEIGHTS) -> list[dict[str, Any]]:
     """Every (weight, absolute or relative floor, cap, min_keep) setting :func:`keep` takes."""
     grid = []
-    for weight in WEIGHTS:
+    for weight in weights:
         for k in caps:
             grid += [{"weight": weight, "relative": False, "threshold": t, "k": k, "min_keep": m}
                      for t in THRESHOLDS for m in (0, 1)]
@@ -234,7 +239,10 @@ def equivalence_predict(scores: Matrices, setting: Mapping[str, Any]) -> dict[in
 # ----------------------------------------------------------------------------- T4
 def evidence_candidates(store: IndexStore, dataset: Dataset, claims: Sequence[Claim],
                         depth: int = EVIDENCE_DEPTH) -> dict[ClusterKey, list[Hit]]:
-    """Each gold cluster's hybrid top-``depth`` paragraphs for claim + all its paraphrases."""
+    """Each gold cluster's hybrid top-``depth`` paragraphs for claim + all its paraphrases.
+
+    These are where the evidence cross-encoder's training negatives come from.
+    """
     pool = Pool.from_dataset(dataset, "evidence")
     hybrid = HybridSearcher(store.open(pool, "bm25"), store.open(pool, "dense"))
     queries = t4_queries(dataset, claims, "cluster")
@@ -242,33 +250,35 @@ def evidence_candidates(store: IndexStore, dataset: Dataset, claims: Sequence[Cl
     return dict(zip(queries, runs))
 
 
-def evidence_scores(model: CrossEncoderModel, dataset: Dataset, claims: Sequence[Claim],
-                    candidates: Mapping[ClusterKey, Sequence[Hit]], stride: int = EVIDENCE_STRIDE,
-                    show_progress: bool = False, timing: dict[str, float] | None = None) -> dict[str, Scored]:
-    """Per cluster, each candidate paragraph scored by its best window and by its mean window.
+def evidence_scores(model: CrossEncoderModel, ranker: EvidenceRanker, dataset: Dataset, claims: Sequence[Claim],
+                    store: IndexStore, stride: int = EVIDENCE_STRIDE, show_progress: bool = False,
+                    timing: dict[str, float] | None = None) -> dict[str, Scored]:
+    """Per gold cluster with gold evidence, its ranker candidates with two scores each.
 
-    The retrieval score beside it is the fused RRF score over the cluster's best one
-    (so 1 for the top hit). The cluster's first perspective stands for it, as one
-    perspective did in training.
+    The prior is the ranker's P(evidence); the model score is the cross-encoder's best
+    window (``"max"``) or mean window (``"mean"``), the cluster's first perspective
+    standing for it as one perspective did in training. Every cluster of a claim takes
+    part in the ranker's sibling comparisons, whether or not it has gold evidence, so
+    no label decides which paragraphs compete.
     """
-    keys, pairs = [], []
-    retrieval: dict[tuple[ClusterKey, int], float] = {}
-    for claim in claims:
-        for index, cluster in enumerate(claim.clusters):
-            hits = candidates.get((claim.cid, index), ())
-            perspective = dataset.perspectives[cluster.pids[0]].text
-            for hit in hits:
-                retrieval[((claim.cid, index), hit.doc_id)] = hit.score / hits[0].score if hits[0].score else 0.0
-                for window in windows(dataset.evidence[hit.doc_id].text, stride=stride):
-                    keys.append(((claim.cid, index), hit.doc_id))
-                    pairs.append(evidence_input(claim.text, perspective, window))
+    table = Featurizer(store, dataset, show_progress).table({c.cid: Debate.of(dataset, c) for c in claims})
+    prior = ranker.score(table)
+    scored = {(c.cid, i) for c in claims for i, cluster in enumerate(c.clusters) if cluster.evidence}
+    items, ranks, keys, pairs = [], [], [], []
+    for (cid, index, doc_id), p in zip(table.keys, prior):
+        if (cid, index) not in scored:
+            continue
+        items.append(((cid, index), doc_id))
+        ranks.append(float(p))
+        perspective = dataset.perspectives[dataset.claims[cid].clusters[index].pids[0]].text
+        for window in windows(dataset.evidence[doc_id].text, stride=stride):
+            keys.append(len(items) - 1)
+            pairs.append(evidence_input(dataset.claims[cid].text, perspective, window))
     scores = _timed_score(model, pairs, show_progress, "evidence", timing)
-    per_paragraph: dict[tuple[ClusterKey, int], list[float]] = {}
-    for key, score in zip(keys, scores):
-        per_paragraph.setdefault(key, []).append(float(score))
-    items = list(per_paragraph)
-    rank = [retrieval[i] for i in items]
-    return {name: _group(items, np.array([agg(per_paragraph[i]) for i in items]), rank)
+    per_paragraph: list[list[float]] = [[] for _ in items]
+    for item, score in zip(keys, scores):
+        per_paragraph[item].append(float(score))
+    return {name: _group(items, np.array([agg(v) for v in per_paragraph]), ranks)
             for name, agg in (("max", max), ("mean", lambda v: sum(v) / len(v)))}
 
 
@@ -286,7 +296,7 @@ def _grid(task: str) -> list[dict[str, Any]]:
         return [{"weight": w, "threshold": t, "method": m}
                 for w in WEIGHTS for t in THRESHOLDS for m in ("pairs", "average")]
     if task == "evidence":
-        return [{**cut, "aggregate": a} for cut in _cut_grid(T4_CAPS) for a in ("max", "mean")]
+        return [{**cut, "aggregate": a} for cut in _cut_grid(T4_CAPS, EVIDENCE_WEIGHTS) for a in ("max", "mean")]
     raise ValueError(f"unknown task {task!r}")
 
 
@@ -325,10 +335,12 @@ def pr_curve(task: str, claims: Sequence[Claim], scores: Any, setting: Mapping[s
 
 
 def score_split(task: str, models: Sequence[CrossEncoderModel], dataset: Dataset, claims: Sequence[Claim],
-                store: IndexStore, show_progress: bool = False, timing: dict[str, float] | None = None) -> Any:
+                store: IndexStore, show_progress: bool = False, timing: dict[str, float] | None = None,
+                ranker: EvidenceRanker | None = None) -> Any:
     """Retrieve what the task needs for ``claims`` and score it with the task's model(s).
 
-    Stance averages every ensemble member; the other tasks have one member.
+    Stance averages every ensemble member; the other tasks have one member. Evidence
+    also needs its ``ranker``.
     """
     if task == "relevance":
         candidates = relevance_candidates(store, dataset, claims)
@@ -338,8 +350,9 @@ def score_split(task: str, models: Sequence[CrossEncoderModel], dataset: Dataset
     if task == "equivalence":
         return equivalence_scores(models[0], dataset, claims, store, show_progress, timing)
     if task == "evidence":
-        candidates = evidence_candidates(store, dataset, claims)
-        return evidence_scores(models[0], dataset, claims, candidates, show_progress=show_progress, timing=timing)
+        if ranker is None:
+            raise ValueError("evidence scoring needs the evidence ranker")
+        return evidence_scores(models[0], ranker, dataset, claims, store, show_progress=show_progress, timing=timing)
     raise ValueError(f"unknown task {task!r}")
 
 
@@ -373,12 +386,13 @@ def evaluate_trained(dataset: Dataset, store: IndexStore, models_dir: str | Path
     started = time.perf_counter()
     claims = dataset.split(split)
     loaded = {task: load_task(models_dir, task) for task in TASKS}  # fail fast, before any scoring
+    ranker = EvidenceRanker.load(Path(models_dir) / "evidence")
     tasks: dict[str, Any] = {}
     curves: dict[str, Any] = {}
     timing: dict[str, float] = {}
     for task, members in loaded.items():
         setting = members[0].meta["thresholds"]
-        scores = score_split(task, members, dataset, claims, store, show_progress, timing)
+        scores = score_split(task, members, dataset, claims, store, show_progress, timing, ranker)
         measured = percent(metric(task, claims, scores, setting))
         tasks[T_OF[task]] = {**measured, "setting": setting, "members": len(members)}
         curves[T_OF[task]] = [{k: (round(v * 100, 2) if k != "threshold" else v) for k, v in point.items()}
