@@ -174,7 +174,11 @@ class DenseIndex:
 
     def score(self, queries: Sequence[str], doc_ids: Sequence[DocId]) -> np.ndarray:
         vectors = self.encoder.encode(list(queries), self.params.batch_size)
-        return vectors @ self.embeddings[[self._row_of[d] for d in doc_ids]].T
+        return vectors @ self.vectors(doc_ids).T
+
+    def vectors(self, doc_ids: Sequence[DocId]) -> np.ndarray:
+        """The stored (normalised) embeddings of ``doc_ids``, one row each, in order."""
+        return self.embeddings[[self._row_of[d] for d in doc_ids]]
 
 
 class IndexStore:

@@ -136,7 +136,7 @@ class Featurizer:
                   debate: Debate, claim: np.ndarray, perspectives: list[np.ndarray], centroids: np.ndarray,
                   cluster_queries: list[str], top_bm25: Mapping[tuple[Any, int], float]) -> np.ndarray:
         n_clusters = len(debate.clusters)
-        paragraphs = self.dense.embeddings[[self.dense._row_of[d] for d in ids]]
+        paragraphs = self.dense.vectors(ids)
         cos_all = paragraphs @ centroids.T
         cos, cos_comp = _versus_siblings(cos_all, i)
         bm25_all = self.bm25.score(cluster_queries, ids).T / np.array([top_bm25[(key, j)] for j in range(n_clusters)])
