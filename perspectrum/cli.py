@@ -97,7 +97,6 @@ class TaskChoice(str, Enum):
     stance = "stance"
     equivalence = "equivalence"
     evidence = "evidence"
-    sentences = "sentences"
     all = "all"
 
 

@@ -93,3 +93,4 @@ def test_usage_errors_exit_2(data_dir: Path) -> None:
     assert invoke("evaluate", "--split", "holdout").exit_code == 2
     assert invoke("search", "cars", "-k", "0").exit_code == 2
     assert invoke("index", "build", "--kind", "splade").exit_code == 2
+    assert invoke("train", "sentences").exit_code == 2  # a pool, not a task
