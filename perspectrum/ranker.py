@@ -107,41 +107,52 @@ class Featurizer:
     def table(self, debates: Mapping[Any, Debate], depth: int = DEPTH) -> Table:
         """Every cluster's hybrid top-``depth`` paragraphs (paraphrases as the query) with features."""
         order = list(debates)
-        queries = [(key, i, " ".join(c)) for key in order for i, c in enumerate(debates[key].clusters)]
-        runs = self.hybrid.batch_search([q for _, _, q in queries], depth)
-        hits = {(key, i): run for (key, i, _), run in zip(queries, runs)}
-        best_bm25 = [h[0].score if h else 0.0 for h in self.bm25.batch_search([q for _, _, q in queries], 1)]
-        top_bm25 = {(key, i): s or 1.0 for (key, i, _), s in zip(queries, best_bm25)}
+        queries = {key: [" ".join(c) for c in debates[key].clusters] for key in order}
+        flat = [(key, i, q) for key in order for i, q in enumerate(queries[key])]
+        runs = self.hybrid.batch_search([q for _, _, q in flat], depth)
+        hits = {(key, i): run for (key, i, _), run in zip(flat, runs)}
+        best_bm25 = [h[0].score if h else 0.0 for h in self.bm25.batch_search([q for _, _, q in flat], 1)]
+        top_bm25 = {(key, i): s or 1.0 for (key, i, _), s in zip(flat, best_bm25)}
         texts = [t for key in order for c in debates[key].clusters for t in c]
         vectors = iter(self.encoder.encode(texts) if texts else ())
         claims = dict(zip(order, self.encoder.encode([debates[k].claim for k in order]))) if order else {}
         keys: list[Key] = []
         blocks: list[np.ndarray] = []
         for key in order:
-            debate = debates[key]
-            perspectives = [np.array([next(vectors) for _ in c]) for c in debate.clusters]
+            clusters = debates[key].clusters
+            perspectives = [np.array([next(vectors) for _ in c]) for c in clusters]
             centroids = _unit(np.array([p.mean(axis=0) for p in perspectives]))
-            cluster_queries = [" ".join(c) for c in debate.clusters]
-            for i in range(len(debate.clusters)):
-                ids = [h.doc_id for h in hits[(key, i)]]
+            runs_of = [hits[(key, j)] for j in range(len(clusters))]
+            # every candidate of the claim, scored once by each cluster's query
+            candidates = list(dict.fromkeys(h.doc_id for run in runs_of for h in run))
+            column = {d: n for n, d in enumerate(candidates)}
+            bm25 = (self.bm25.score(queries[key], candidates).T /
+                    np.array([top_bm25[(key, j)] for j in range(len(clusters))])) if candidates else None
+            rrf = [{h.doc_id: h.score / run[0].score if run[0].score else 0.0 for h in run} for run in runs_of]
+            for i, run in enumerate(runs_of):
+                ids = [h.doc_id for h in run]
                 if not ids:
                     continue
-                blocks.append(self._features(key, i, ids, hits, debate, claims[key], perspectives, centroids,
-                                             cluster_queries, top_bm25))
+                rows = [column[d] for d in ids]
+                blocks.append(self._features(i, ids, claims[key], perspectives, centroids, bm25[rows],
+                                             np.array([[r.get(d, 0.0) for r in rrf] for d in ids])))
                 keys += [(key, i, d) for d in ids]
         features = np.vstack(blocks) if blocks else np.zeros((0, len(FEATURES)))
         return Table(keys, features, hits)
 
-    def _features(self, key: Any, i: int, ids: list[int], hits: Mapping[tuple[Any, int], list[Hit]],
-                  debate: Debate, claim: np.ndarray, perspectives: list[np.ndarray], centroids: np.ndarray,
-                  cluster_queries: list[str], top_bm25: Mapping[tuple[Any, int], float]) -> np.ndarray:
-        n_clusters = len(debate.clusters)
+    def _features(self, i: int, ids: list[int], claim: np.ndarray, perspectives: list[np.ndarray],
+                  centroids: np.ndarray, bm25_all: np.ndarray, rrf_all: np.ndarray) -> np.ndarray:
+        """:data:`FEATURES` of cluster ``i``'s candidates ``ids``.
+
+        ``bm25_all`` and ``rrf_all`` are (candidates × clusters): each cluster query's
+        BM25 over its top score, and the fused score in each cluster's run over its top
+        hit's (0 where that run lacks the paragraph).
+        """
+        n_clusters = len(perspectives)
         paragraphs = self.dense.vectors(ids)
         cos_all = paragraphs @ centroids.T
         cos, cos_comp = _versus_siblings(cos_all, i)
-        bm25_all = self.bm25.score(cluster_queries, ids).T / np.array([top_bm25[(key, j)] for j in range(n_clusters)])
         bm25, bm25_comp = _versus_siblings(bm25_all, i)
-        rrf_all = np.array([[self._rrf(hits[(key, j)], d) for j in range(n_clusters)] for d in ids])
         rrf, rrf_comp = _versus_siblings(rrf_all, i)
         sentence_vectors = [self.sentences.embeddings[self._sentence_rows[d]] for d in ids]
         sent_all = np.array([[float((s @ p.T).max()) for p in perspectives] for s in sentence_vectors])
@@ -161,14 +172,6 @@ class Featurizer:
             "persp_cos": persp, "persp_comp": persp_comp, "sent_gap": sent - sent.max(),
         }
         return np.column_stack([columns[name] for name in FEATURES]).astype(np.float64)
-
-    @staticmethod
-    def _rrf(run: Sequence[Hit], doc_id: int) -> float:
-        """The paragraph's fused score in a cluster's run, relative to its top hit (0 if absent)."""
-        for hit in run:
-            if hit.doc_id == doc_id:
-                return hit.score / run[0].score if run[0].score else 0.0
-        return 0.0
 
 
 def second_stage(keys: Sequence[Key], first: np.ndarray) -> np.ndarray:
