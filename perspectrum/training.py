@@ -72,6 +72,12 @@ def quick(config: TaskConfig) -> TaskConfig:
                    max_examples=QUICK_EXAMPLES, members=1, base=MINILM)
 
 
+def _claims(dataset: Dataset, split: str, is_quick: bool) -> list[Claim]:
+    """The split's claims, or its first ``QUICK_CLAIMS`` in quick mode."""
+    claims = dataset.split(split)
+    return claims[:QUICK_CLAIMS] if is_quick else claims
+
+
 def _ids(runs: dict[Any, list[Hit]]) -> dict[Any, list[int]]:
     return {key: [hit.doc_id for hit in hits] for key, hits in runs.items()}
 
@@ -104,11 +110,10 @@ def build_examples(task: str, dataset: Dataset, claims: list[Claim], store: Inde
     return sampled, how
 
 
-def fit_ranker(dataset: Dataset, store: IndexStore, seed: int, is_quick: bool,
+def fit_ranker(dataset: Dataset, store: IndexStore, claims: list[Claim], seed: int,
                show_progress: bool) -> tuple[EvidenceRanker, dict[str, Any]]:
     """Fit the evidence ranker on the training claims' candidates; say how, for the meta."""
     started = time.perf_counter()
-    claims = dataset.split("train")[:QUICK_CLAIMS] if is_quick else dataset.split("train")
     table = Featurizer(store, dataset, show_progress).table({c.cid: Debate.of(dataset, c) for c in claims})
     labels = labels_for(dataset, table)
     ranker = EvidenceRanker.fit(table, labels, seed)
@@ -123,7 +128,7 @@ def _tune_on_dev(task: str, members: list[CrossEncoderModel], dataset: Dataset, 
     Returns the meta entries this sets: thresholds, dev metrics, dev pairs/s, and no
     test metrics (any earlier ones belonged to other thresholds).
     """
-    dev_claims = dataset.split("dev")[:QUICK_CLAIMS] if is_quick else dataset.split("dev")
+    dev_claims = _claims(dataset, "dev", is_quick)
     timing: dict[str, float] = {}
     scores = trained.score_split(task, members, dataset, dev_claims, store, show_progress, timing, ranker)
     setting, dev_metrics = trained.tune(task, dev_claims, scores)
@@ -148,7 +153,7 @@ def train_task(
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}")
     config = quick(CONFIGS[task]) if is_quick else CONFIGS[task]
-    train_claims = dataset.split("train")[:QUICK_CLAIMS] if is_quick else dataset.split("train")
+    train_claims = _claims(dataset, "train", is_quick)
     started = time.perf_counter()
     examples, how = build_examples(task, dataset, train_claims, store, config, seed)
     build_seconds = time.perf_counter() - started
@@ -162,7 +167,7 @@ def train_task(
         member_meta = {"task": task, "params": params.to_dict(), "quantize": config.quantize}
         members.append(CrossEncoderModel(model, tokenizer, member_meta, config.quantize))
         runs.append(stats)
-    ranker, ranker_meta = (fit_ranker(dataset, store, seed, is_quick, show_progress) if task == "evidence"
+    ranker, ranker_meta = (fit_ranker(dataset, store, train_claims, seed, show_progress) if task == "evidence"
                            else (None, None))
     train_seconds = time.perf_counter() - started
     meta = {
@@ -202,7 +207,8 @@ def retune_task(task: str, dataset: Dataset, store: IndexStore, models_dir: str 
     is_quick = bool(meta.get("quick"))
     ranker, changes = None, {}
     if task == "evidence":
-        ranker, ranker_meta = fit_ranker(dataset, store, meta["seeds"][0], is_quick, show_progress)
+        ranker, ranker_meta = fit_ranker(dataset, store, _claims(dataset, "train", is_quick), meta["seeds"][0],
+                                        show_progress)
         changes["ranker"] = ranker_meta
     changes.update(_tune_on_dev(task, members, dataset, store, is_quick, show_progress, ranker))
     if ranker is not None:
