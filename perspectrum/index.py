@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from perspectrum._io import atomic_folder
+from perspectrum._io import atomic_folder, atomic_write
 from perspectrum._progress import progress, say
 from perspectrum.config import BM25Params, DenseParams
 from perspectrum.data import Pool, sha256_file
@@ -34,6 +34,8 @@ from perspectrum.search import DocId, Hit, top_hits
 KINDS = ("bm25", "dense")
 META = "meta.json"
 DOCIDS = "docids.txt"
+#: The cached split of the evidence pool into sentences (see :meth:`IndexStore.sentences`).
+SENTENCE_CACHE = "pool.json"
 
 
 def _write_docids(folder: Path, doc_ids: Sequence[DocId]) -> None:
@@ -201,6 +203,29 @@ class IndexStore:
         if self._encoder is None:
             self._encoder = Encoder(self.dense.encoder)
         return self._encoder
+
+    def sentences(self, evidence: Pool) -> Pool:
+        """The ``sentences`` pool of ``evidence``, split once and cached in ``<root>/sentences/pool.json``.
+
+        Splitting every paragraph takes ~35 s on 2 cores, too long for each start of a
+        pipeline; the cache is keyed by the evidence pool's fingerprint and the
+        splitter's version, so changed paragraphs or a new pysbd split again.
+        """
+        from importlib.metadata import version
+
+        path = self.root / "sentences" / SENTENCE_CACHE
+        splitter = f"pysbd-{version('pysbd')}"
+        try:
+            cached = json.loads(path.read_text(encoding="utf-8"))
+            if cached["evidence"] == evidence.fingerprint and cached["splitter"] == splitter:
+                return Pool("sentences", tuple(cached["ids"]), tuple(cached["texts"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        pool = Pool.sentences_of(evidence)
+        payload = {"evidence": evidence.fingerprint, "splitter": splitter,
+                   "ids": list(pool.ids), "texts": list(pool.texts)}
+        atomic_write(path, lambda tmp: tmp.write_text(json.dumps(payload), encoding="utf-8"))
+        return pool
 
     def folder(self, pool: Pool, kind: str) -> Path:
         if kind not in KINDS:

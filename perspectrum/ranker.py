@@ -91,11 +91,15 @@ class Featurizer:
     dense index (built if missing, as every index is).
     """
 
-    def __init__(self, store: IndexStore, dataset: Dataset, show_progress: bool = False) -> None:
-        evidence = Pool.from_dataset(dataset, "evidence")
+    @classmethod
+    def for_dataset(cls, store: IndexStore, dataset: Dataset, show_progress: bool = False) -> Featurizer:
+        """The featurizer over PERSPECTRUM's own evidence pool."""
+        return cls(store, Pool.from_dataset(dataset, "evidence"), show_progress)
+
+    def __init__(self, store: IndexStore, evidence: Pool, show_progress: bool = False) -> None:
         self.bm25 = store.open(evidence, "bm25", show_progress=show_progress)
         self.dense = store.open(evidence, "dense", show_progress=show_progress)
-        self.sentences = store.open(Pool.from_dataset(dataset, "sentences"), "dense", show_progress=show_progress)
+        self.sentences = store.open(store.sentences(evidence), "dense", show_progress=show_progress)
         self.hybrid = HybridSearcher(self.bm25, self.dense)
         self.encoder = store.encoder
         self.chars = dict(zip(evidence.ids, (len(t) for t in evidence.texts)))

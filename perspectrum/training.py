@@ -114,7 +114,7 @@ def fit_ranker(dataset: Dataset, store: IndexStore, claims: list[Claim], seed: i
                show_progress: bool) -> tuple[EvidenceRanker, dict[str, Any]]:
     """Fit the evidence ranker on the training claims' candidates; say how, for the meta."""
     started = time.perf_counter()
-    table = Featurizer(store, dataset, show_progress).table({c.cid: Debate.of(dataset, c) for c in claims})
+    table = Featurizer.for_dataset(store, dataset, show_progress).table({c.cid: Debate.of(dataset, c) for c in claims})
     labels = labels_for(dataset, table)
     ranker = EvidenceRanker.fit(table, labels, seed)
     return ranker, {"candidates": len(labels), "positives": int(labels.sum()), "depth": DEPTH, "seed": seed,

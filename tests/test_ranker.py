@@ -31,7 +31,7 @@ def setup(tmp_path_factory):
     """(dataset, featurizer, table of the train claims, labels)."""
     root = tmp_path_factory.mktemp("ranker")
     dataset = load_dataset(write_dataset(root / "data"), verify=False)
-    featurizer = Featurizer(IndexStore(root / "indexes"), dataset)
+    featurizer = Featurizer.for_dataset(IndexStore(root / "indexes"), dataset)
     train = dataset.split("train")
     table = featurizer.table({c.cid: Debate.of(dataset, c) for c in train}, depth=5)
     return dataset, featurizer, table, labels_for(dataset, table)

@@ -261,7 +261,7 @@ def evidence_scores(model: CrossEncoderModel, ranker: EvidenceRanker, dataset: D
     part in the ranker's sibling comparisons, whether or not it has gold evidence, so
     no label decides which paragraphs compete.
     """
-    table = Featurizer(store, dataset, show_progress).table({c.cid: Debate.of(dataset, c) for c in claims})
+    table = Featurizer.for_dataset(store, dataset, show_progress).table({c.cid: Debate.of(dataset, c) for c in claims})
     prior = ranker.score(table)
     scored = {(c.cid, i) for c in claims for i, cluster in enumerate(c.clusters) if cluster.evidence}
     items, ranks, keys, pairs = [], [], [], []
