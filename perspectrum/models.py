@@ -89,6 +89,9 @@ def render_card(meta: Mapping[str, Any]) -> str:
         "```json",
         json.dumps(meta["thresholds"], indent=2),
         "```",
+        *(["", "`perspectrum discover` keeps paragraphs by the ranker's probability alone "
+           "(windows are scored only for what it keeps), with this cut, also tuned on dev:", "",
+           "```json", json.dumps(meta["ranker_thresholds"], indent=2), "```"] if meta.get("ranker_thresholds") else []),
         "",
         "## Metrics",
         "",
@@ -132,6 +135,20 @@ def load_task(models_dir: str | Path, task: str, quantize: bool = True) -> list[
     if first.meta.get("task") != task:
         raise PerspectrumError(f"{folder} holds a {first.meta.get('task')!r} model, not {task!r}")
     return [first, *(CrossEncoderModel.load(folder / sub, quantize) for sub in first.meta.get("members", []))]
+
+
+def read_meta(models_dir: str | Path, task: str) -> dict[str, Any]:
+    """A trained model's ``perspectrum.json``, without loading its weights."""
+    path = Path(models_dir) / task / META_FILE
+    if not path.is_file():
+        raise PerspectrumError(f"no trained {task} model in {path.parent} (train it with `perspectrum train {task}`)")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise PerspectrumError(f"{path} is not valid JSON ({exc.msg})") from None
+    if meta.get("task") != task:
+        raise PerspectrumError(f"{path.parent} holds a {meta.get('task')!r} model, not {task!r}")
+    return meta
 
 
 def update_meta(models_dir: str | Path, task: str, changes: Mapping[str, Any]) -> dict[str, Any]:

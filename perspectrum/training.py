@@ -121,6 +121,10 @@ def fit_ranker(dataset: Dataset, store: IndexStore, claims: list[Claim], seed: i
                     "features": [*FEATURES, *SECOND], "seconds": round(time.perf_counter() - started, 1)}
 
 
+#: The evidence cut `discover` uses: the ranker's probability alone, no window blend.
+RANKER_ONLY = {"weight": 0.0, "aggregate": "max"}
+
+
 def _tune_on_dev(task: str, members: list[CrossEncoderModel], dataset: Dataset, store: IndexStore,
                  is_quick: bool, show_progress: bool, ranker: EvidenceRanker | None = None) -> dict[str, Any]:
     """Score dev (the quick slice for quick models), choose the cut-offs, and say so.
@@ -132,7 +136,12 @@ def _tune_on_dev(task: str, members: list[CrossEncoderModel], dataset: Dataset, 
     timing: dict[str, float] = {}
     scores = trained.score_split(task, members, dataset, dev_claims, store, show_progress, timing, ranker)
     setting, dev_metrics = trained.tune(task, dev_claims, scores)
-    return {"thresholds": setting, "dev": percent(dev_metrics), "dev_pairs_per_second": timing, "test": None}
+    changes = {"thresholds": setting, "dev": percent(dev_metrics), "dev_pairs_per_second": timing, "test": None}
+    if task == "evidence":
+        # `discover` cuts on the ranker alone and runs windows only on what it keeps
+        ranker_only, ranker_metrics = trained.tune(task, dev_claims, scores, only=RANKER_ONLY)
+        changes["ranker_thresholds"] = {**ranker_only, "dev_f1": round(ranker_metrics["f1"] * 100, 2)}
+    return changes
 
 
 def train_task(

@@ -318,10 +318,16 @@ def metric(task: str, claims: Sequence[Claim], scores: Any, setting: Mapping[str
 OBJECTIVE = {"relevance": "f1", "stance": "f1_macro", "equivalence": "f1", "evidence": "f1"}
 
 
-def tune(task: str, claims: Sequence[Claim], scores: Any) -> tuple[dict[str, Any], dict[str, float]]:
-    """The setting with the best dev objective (first on ties) and its dev metrics."""
+def tune(task: str, claims: Sequence[Claim], scores: Any,
+         only: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
+    """The setting with the best dev objective (first on ties) and its dev metrics.
+
+    ``only`` restricts the grid to settings with those values (the pipeline's
+    ranker-only evidence cut is ``{"weight": 0.0, "aggregate": "max"}``).
+    """
     objective: Callable[[dict[str, Any]], float] = lambda s: metric(task, claims, scores, s)[OBJECTIVE[task]]
-    setting, _ = best_of(_grid(task), objective)
+    grid = [s for s in _grid(task) if all(s[k] == v for k, v in (only or {}).items())]
+    setting, _ = best_of(grid, objective)
     return setting, metric(task, claims, scores, setting)
 
 
