@@ -307,9 +307,13 @@ def sentence_id(eid: int, position: int) -> str:
     return f"{eid}:{position}"
 
 
-def paragraph_of(doc_id: int | str) -> int:
-    """The evidence paragraph a ``sentences``-pool id belongs to (inverse of :func:`sentence_id`)."""
-    return int(str(doc_id).split(":", 1)[0])
+def paragraph_of(doc_id: int | str) -> int | str:
+    """The evidence paragraph a ``sentences``-pool id belongs to (inverse of :func:`sentence_id`).
+
+    PERSPECTRUM's paragraph ids are integers; an own pool's may be any string.
+    """
+    head = str(doc_id).rsplit(":", 1)[0]
+    return int(head) if head.isdigit() else head
 
 
 @dataclass(frozen=True)
@@ -338,6 +342,52 @@ class Pool:
         else:
             raise PerspectrumError(f"unknown pool {name!r}: choose one of {', '.join(POOL_NAMES)}")
         return cls(name, tuple(i for i, _ in rows), tuple(t for _, t in rows))
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path, name: str) -> Pool:
+        """A pool of your own: one JSON object per line with ``id`` and ``text``.
+
+        Ids may be strings or integers (kept as given, so hits map back to your
+        records; if some are strings, all become strings). Blank lines are skipped. Any line that is not a JSON object with a
+        non-empty ``text`` and a new ``id`` is a one-line error naming the file and line.
+        """
+        path = Path(path).expanduser()
+        if not path.is_file():
+            raise PerspectrumError(f"no such pool file: {path}")
+        ids: list[int | str] = []
+        texts: list[str] = []
+        seen: dict[int | str, int] = {}
+        with open(path, encoding="utf-8", errors="strict") as handle:
+            try:
+                for number, line in enumerate(handle, 1):
+                    if not line.strip():
+                        continue
+                    where = f"{path}, line {number}"
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise PerspectrumError(f"{where}: not valid JSON ({exc.msg})") from None
+                    if not isinstance(row, dict) or "id" not in row or "text" not in row:
+                        raise PerspectrumError(f'{where}: expected an object with "id" and "text"')
+                    doc_id, text = row["id"], row["text"]
+                    if isinstance(doc_id, bool) or not isinstance(doc_id, (int, str)) or doc_id == "":
+                        raise PerspectrumError(f"{where}: id must be a non-empty string or an integer")
+                    if not isinstance(text, str) or not text.strip():
+                        raise PerspectrumError(f"{where}: empty text for id {doc_id!r}")
+                    if doc_id in seen:
+                        raise PerspectrumError(f"{where}: duplicate id {doc_id!r} (first on line {seen[doc_id]})")
+                    seen[doc_id] = number
+                    ids.append(doc_id)
+                    texts.append(text.strip())
+            except UnicodeDecodeError:
+                raise PerspectrumError(f"{path} is not UTF-8 text") from None
+        if not ids:
+            raise PerspectrumError(f"{path} holds no records")
+        if not all(isinstance(i, int) for i in ids):  # one id type, as an index stores them
+            if len({str(i) for i in ids}) < len(ids):
+                raise PerspectrumError(f"{path}: ids collide once written as text (e.g. 1 and \"1\")")
+            ids = [str(i) for i in ids]
+        return cls(name, tuple(ids), tuple(texts))
 
     @classmethod
     def sentences_of(cls, evidence: Pool) -> Pool:

@@ -103,9 +103,9 @@ class Featurizer:
         self.hybrid = HybridSearcher(self.bm25, self.dense)
         self.encoder = store.encoder
         self.chars = dict(zip(evidence.ids, (len(t) for t in evidence.texts)))
-        rows: dict[int, list[int]] = {}
+        rows: dict[str, list[int]] = {}  # keyed by the paragraph id as text: own pools may use strings
         for row, doc_id in enumerate(self.sentences.doc_ids):
-            rows.setdefault(paragraph_of(doc_id), []).append(row)
+            rows.setdefault(str(paragraph_of(doc_id)), []).append(row)
         self._sentence_rows = rows
 
     def table(self, debates: Mapping[Any, Debate], depth: int = DEPTH) -> Table:
@@ -158,7 +158,7 @@ class Featurizer:
         cos, cos_comp = _versus_siblings(cos_all, i)
         bm25, bm25_comp = _versus_siblings(bm25_all, i)
         rrf, rrf_comp = _versus_siblings(rrf_all, i)
-        sentence_vectors = [self.sentences.embeddings[self._sentence_rows[d]] for d in ids]
+        sentence_vectors = [self.sentences.embeddings[self._sentence_rows[str(d)]] for d in ids]
         sent_all = np.array([[float((s @ p.T).max()) for p in perspectives] for s in sentence_vectors])
         first_all = np.array([[float((s[0] @ p.T).max()) for p in perspectives] for s in sentence_vectors])
         persp_all = np.array([[float((v @ p.T).max()) for p in perspectives] for v in paragraphs])
