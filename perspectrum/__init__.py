@@ -7,16 +7,20 @@ as supporting or undermining, and back each with evidence paragraphs.
 from perspectrum.data import Dataset, Pool, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.index import BM25Index, DenseIndex, IndexStore
+from perspectrum.pipeline import Discovery, Pipeline, PipelineConfig
 from perspectrum.search import Hit, HybridSearcher
 
 __all__ = [
     "BM25Index",
     "Dataset",
     "DenseIndex",
+    "Discovery",
     "Hit",
     "HybridSearcher",
     "IndexStore",
     "PerspectrumError",
+    "Pipeline",
+    "PipelineConfig",
     "Pool",
     "load_dataset",
 ]

@@ -90,6 +90,7 @@ class Method(str, Enum):
 class System(str, Enum):
     ir = "ir"
     trained = "trained"
+    pipeline = "pipeline"
 
 
 class TaskChoice(str, Enum):
@@ -161,6 +162,23 @@ def data_download(
     console.print(f"export PERSPECTRUM_DATA={to.resolve()}")
 
 
+OwnPerspectives = Annotated[Optional[Path], typer.Option(
+    "--perspectives", help="Your own perspective sentences: JSONL with \"id\" and \"text\" (with --evidence).")]
+OwnEvidence = Annotated[Optional[Path], typer.Option(
+    "--evidence", help="Your own evidence paragraphs: JSONL with \"id\" and \"text\" (with --perspectives).")]
+
+
+def _own_pools(perspectives: Path | None, evidence: Path | None) -> tuple[Any, Any] | None:
+    """Both own pools, read and checked, or ``None`` when neither is given."""
+    from perspectrum.data import Pool
+
+    if perspectives is None and evidence is None:
+        return None
+    if perspectives is None or evidence is None:
+        raise PerspectrumError("give both --perspectives and --evidence (JSONL files with \"id\" and \"text\")")
+    return Pool.from_jsonl(perspectives, "perspectives"), Pool.from_jsonl(evidence, "evidence")
+
+
 @index_app.command("build")
 def index_build(
     data_dir: DataDir = None,
@@ -169,18 +187,32 @@ def index_build(
     kind: Annotated[KindChoice, typer.Option(help="Which kind of index.")] = KindChoice.all,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even when the stored index is sound.")] = False,
     no_verify: NoVerify = False,
+    perspectives: OwnPerspectives = None,
+    evidence: OwnEvidence = None,
 ) -> None:
-    """Build missing or stale indexes; reuse sound ones (a second run takes seconds)."""
+    """Build missing or stale indexes; reuse sound ones (a second run takes seconds).
+
+    With --perspectives and --evidence, index your own pools instead (under
+    <index-dir>/own/, where `perspectrum discover` with the same files finds them).
+    """
     from perspectrum.data import POOL_NAMES, load_dataset
     from perspectrum.index import KINDS
+    from perspectrum.pipeline import own_store
 
-    dataset = load_dataset(data_dir, verify=not no_verify)
+    own = _own_pools(perspectives, evidence)
     store = _store(index_dir)
+    if own is None:
+        dataset = load_dataset(data_dir, verify=not no_verify)
+        pools = {name: (lambda name=name: _pool(dataset, store, name)) for name in POOL_NAMES}
+    else:
+        store = own_store(store.root, *own)
+        pools = {"perspectives": lambda: own[0], "evidence": lambda: own[1],
+                 "sentences": lambda: store.sentences(own[1])}
     table = Table(title=f"indexes in {store.root}")
     for column in ("pool", "kind", "documents", "status", "seconds"):
         table.add_column(column)
     for pool_name in POOL_NAMES if pool is PoolChoice.all else (pool.value,):
-        docs = _pool(dataset, store, pool_name)
+        docs = pools[pool_name]()
         for kind_name in KINDS if kind is KindChoice.all else (kind.value,):
             problem = None if force else store.check(docs, kind_name)
             if not force and problem is None:
@@ -231,6 +263,51 @@ def search(
     for rank, hit in enumerate(hits, 1):
         table.add_row(str(rank), str(hit.doc_id), f"{hit.score:.3f}", text[hit.doc_id])
     console.print(table)
+
+
+@app.command()
+def discover(
+    claim: Annotated[str, typer.Argument(help="The claim to find perspectives on (≤ 1,000 characters).")],
+    top: Annotated[Optional[int], typer.Option("--top", min=1, help="Show at most N perspectives.")] = None,
+    no_evidence: Annotated[bool, typer.Option("--no-evidence", help="Skip evidence retrieval (faster).")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Also show per-stage timings and scores.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema in the README).")] = False,
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    models_dir: ModelsDir = None,
+    no_verify: NoVerify = False,
+    perspectives: OwnPerspectives = None,
+    evidence: OwnEvidence = None,
+) -> None:
+    """Find the perspectives on a claim: clustered, stanced, and backed by evidence.
+
+    The first run builds missing indexes; without fine-tuned models it trains light
+    heads (a few minutes, once) and says so.
+    """
+    from perspectrum.pipeline import ClaimError, Pipeline, check_claim
+
+    try:
+        check_claim(claim)
+    except ClaimError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    own = _own_pools(perspectives, evidence)
+    store = _store(index_dir)
+    if own is None:
+        pipe = Pipeline.load(data_dir, store.root, _models_dir(models_dir), verify=not no_verify, show_progress=True)
+    else:
+        pipe = Pipeline.from_pools(*own, index_dir=store.root, models_dir=_models_dir(models_dir),
+                                   data_dir=data_dir, show_progress=True)
+    result = pipe.discover(claim, top=top, evidence=not no_evidence, explain=explain)
+    if as_json:
+        typer.echo(result.to_json())
+        return
+    from perspectrum.display import debate, explain as explained
+
+    console.print(debate(result))
+    if explain:
+        for part in explained(result):
+            console.print(part)
 
 
 @app.command()
@@ -291,6 +368,23 @@ def evaluate(
     from perspectrum.data import load_dataset
 
     dataset = load_dataset(data_dir, verify=not no_verify)
+    if system is System.pipeline:
+        from perspectrum.eval.pipeline import evaluate_pipeline
+        from perspectrum.eval.report import pipeline_table
+        from perspectrum.pipeline import Pipeline
+
+        if plot:
+            raise PerspectrumError("--plot draws the ir and trained systems' curves; the pipeline has none")
+        pipe = Pipeline.load(data_dir, _store(index_dir).root, _models_dir(models_dir), verify=not no_verify,
+                             show_progress=True)
+        result = evaluate_pipeline(dataset, pipe, split=split.value, show_progress=True)
+        console.print(pipeline_table(result))
+        stages = ", ".join(f"{k} {v / result['claims'] * 1000:.0f}" for k, v in result["stage_seconds"].items())
+        console.print(f"ms per claim (batches of {result['batch_size']}): {stages}")
+        console.print(f"finished in {result['seconds']:.0f} s")
+        if json_path:
+            console.print(f"wrote {write_json(json_path, result)}")
+        return
     if system is System.trained:
         from perspectrum.eval.report import plot_pr_curves, trained_table
         from perspectrum.eval.trained import evaluate_trained

@@ -91,6 +91,28 @@ def trained_table(result: dict[str, Any]) -> Table:
     return table
 
 
+def pipeline_table(result: dict[str, Any]) -> Table:
+    """End-to-end scores beside the same models on gold inputs and the paper's IR+BERT row."""
+    table = Table(title=f"pipeline end to end on {result['split']}, %  ({result['models']} models, "
+                        f"cut-offs tuned on {result['tuned_on']})")
+    for column, justify in (("task", "left"), ("", "left"), ("paper IR+BERT", "right"),
+                            ("gold inputs", "right"), ("end to end", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    rows = [("t1", "T1 relevance", "t1"), ("t2", "T2 stance (found pairs)", "t2"),
+            ("t2_all", "T2 stance (all pairs)", "t2"), ("t3", "T3 equivalence", "t3"),
+            ("t4", "T4 evidence (found clusters)", "t4"), ("t4_all", "T4 evidence (all clusters)", "t4")]
+    for key, label, paper_key in rows:
+        oracle = result["oracle"].get(paper_key) or {}
+        for field, short in _PRF:
+            shown = "" if key in ("t2_all", "t4_all") else oracle.get(field)
+            table.add_row(label if field == "precision" else "", short, f"{result['paper']['ir_bert'][paper_key][field]:.1f}",
+                          f"{shown:.1f}" if isinstance(shown, (int, float)) else "-",
+                          f"{result['tasks'][key][field]:.1f}", end_section=field == "f1")
+    table.add_row("T5 overall", "", f"{result['paper']['ir_bert']['t5']:.1f}", "-", f"{result['t5']:.1f}")
+    table.add_row("T5 (all pairs, all clusters)", "", "", "", f"{result['t5_all']:.1f}")
+    return table
+
+
 def plot_pr_curves(result: dict[str, Any], path: str | Path) -> Path:
     """Precision against recall as each task's threshold sweeps (the paper's Figure 6 view).
 

@@ -1,0 +1,84 @@
+"""How `perspectrum discover` shows a :class:`~perspectrum.pipeline.Discovery` to a person.
+
+Supporting and undermining perspectives stand side by side, as a debate is read; each
+shows its representative, its other phrasings, how sure the models are, and its best
+evidence window highlighted inside the paragraph (trimmed around the window, so a long
+paragraph does not drown the page).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from itertools import zip_longest
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from perspectrum.pipeline import DiscoveredPerspective, Discovery, EvidenceHit
+
+#: Characters of paragraph shown on either side of the highlighted window.
+CONTEXT = 160
+#: Evidence paragraphs shown per perspective (JSON output has them all).
+SHOWN_EVIDENCE = 2
+
+
+def _evidence(hit: EvidenceHit) -> Text:
+    """The paragraph with its best window highlighted, trimmed to the window's context."""
+    text = hit.text
+    start, end = (hit.window_start, hit.window_end) if hit.window_start is not None else (0, min(len(text), 2 * CONTEXT))
+    end = end if end is not None else start
+    left, right = max(0, start - CONTEXT), min(len(text), end + CONTEXT)
+    out = Text(f"[{hit.id}] ", style="dim")
+    out.append(f"p={hit.probability:.2f} " + (f"window={hit.window_score:.2f} " if hit.window_score is not None else ""),
+               style="dim")
+    out.append(("…" if left else "") + text[left:start], style="")
+    out.append(text[start:end], style="bold yellow" if hit.window_start is not None else "")
+    out.append(text[end:right] + ("…" if right < len(text) else ""))
+    return out
+
+
+def _perspective(found: DiscoveredPerspective) -> RenderableType:
+    colour = "green" if found.stance == "support" else "red"
+    parts: list[RenderableType] = [Text(found.text, style="bold"),
+                                   Text(f"relevance {found.relevance:.2f} · {found.stance} "
+                                        f"confidence {found.stance_confidence:.0%} · id {found.id}", style="dim")]
+    others = found.phrasings[1:]
+    if others:
+        parts.append(Text("also: " + " | ".join(p.text for p in others), style="italic"))
+    parts += [_evidence(hit) for hit in found.evidence[:SHOWN_EVIDENCE]]
+    if len(found.evidence) > SHOWN_EVIDENCE:
+        parts.append(Text(f"+{len(found.evidence) - SHOWN_EVIDENCE} more paragraphs (see --json)", style="dim"))
+    return Panel(Group(*parts), border_style=colour)
+
+
+def debate(result: Discovery) -> Table:
+    """The two sides of the claim as one table: supporting left, undermining right."""
+    title = f"“{result.claim}” · {len(result.perspectives)} perspectives · {result.system} models"
+    table = Table(title=title, expand=True, show_lines=False, box=None, padding=(0, 1))
+    table.add_column(f"supporting ({len(result.supporting)})", style="green", ratio=1)
+    table.add_column(f"undermining ({len(result.undermining)})", style="red", ratio=1)
+    for left, right in zip_longest(result.supporting, result.undermining):
+        table.add_row(_perspective(left) if left else "", _perspective(right) if right else "")
+    return table
+
+
+def explain(result: Discovery) -> Iterable[RenderableType]:
+    """Per-stage timings, the settings used, and every retrieved candidate's scores."""
+    timings = Table(title="stage timings")
+    timings.add_column("stage")
+    timings.add_column("ms", justify="right")
+    for stage, seconds in result.timings.items():
+        timings.add_row(stage, f"{seconds * 1000:.0f}")
+    yield timings
+    trace = result.trace or {}
+    yield Text("settings (tuned on dev): " + json.dumps(trace.get("settings", {})), style="dim")
+    candidates = Table(title="relevance of the retrieved candidates (model blended with cosine)")
+    for column in ("id", "model", "cosine", "score", "kept"):
+        candidates.add_column(column, justify="right")
+    for row in trace.get("candidates", []):
+        candidates.add_row(str(row["id"]), f"{row['model']:.3f}", f"{row['cosine']:.3f}", f"{row['score']:.3f}",
+                           "✓" if row["kept"] else "")
+    yield candidates

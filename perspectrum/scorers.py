@@ -1,0 +1,155 @@
+"""The judgements the discovery pipeline asks for, behind one surface.
+
+Two implementations: :class:`TrainedScorers` (the four fine-tuned cross-encoders and the
+evidence ranker of ``perspectrum train``) and :class:`perspectrum.light.LightScorers`
+(scikit-learn heads on frozen MiniLM embeddings, trained in a minute or two on a
+fresh machine). The pipeline never knows which it holds: each answers the same five
+questions and carries the cut-offs that were tuned on dev for its own scores.
+
+Settings (``Scorers.settings``), one dict per stage:
+
+=============  =====================================================================
+stage          keys
+=============  =====================================================================
+relevance      ``weight`` (model vs dense cosine), ``relative``, ``threshold``, ``k``,
+               ``min_keep`` — as :func:`perspectrum.eval.trained.keep` takes them
+stance         ``threshold`` on P(support)
+equivalence    ``weight`` (model vs dense cosine), ``threshold`` (a pair is the same
+               perspective at or above it; clusters are cut at distance 1 − threshold)
+evidence       ``relative``, ``threshold``, ``k``, ``min_keep`` on P(evidence)
+=============  =====================================================================
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from perspectrum.crossencoder import CrossEncoderModel
+from perspectrum.data import Pool
+from perspectrum.errors import PerspectrumError
+from perspectrum.examples import claim_perspective_input, equivalence_input, evidence_input
+from perspectrum.index import IndexStore
+from perspectrum.ranker import Debate, EvidenceRanker, Featurizer, Key
+
+STAGES = ("relevance", "stance", "equivalence", "evidence")
+#: (claim, perspective) · (claim, perspective 1, perspective 2) · (claim, perspective, window)
+Pair = tuple[str, str]
+Triple = tuple[str, str, str]
+
+
+class Scorers(Protocol):
+    """What the pipeline needs from a set of models. All scores are in [0, 1]."""
+
+    #: "trained" or "light", shown to users and written into every result.
+    kind: str
+    #: Dev-tuned cut-offs per stage (see the module docstring).
+    settings: dict[str, dict[str, Any]]
+
+    def relevance(self, pairs: Sequence[Pair]) -> np.ndarray:
+        """P(the perspective is relevant to the claim) per (claim, perspective)."""
+        ...
+
+    def stance(self, pairs: Sequence[Pair]) -> np.ndarray:
+        """P(the perspective supports the claim) per (claim, perspective)."""
+        ...
+
+    def equivalence(self, triples: Sequence[Triple]) -> np.ndarray:
+        """P(the two perspectives say the same thing about the claim)."""
+        ...
+
+    def evidence(self, debates: Mapping[Any, Debate]) -> tuple[list[Key], np.ndarray]:
+        """Each cluster's candidate paragraphs, as (debate key, cluster index, paragraph
+        id), with P(the paragraph is that cluster's evidence)."""
+        ...
+
+    def windows(self, triples: Sequence[Triple]) -> np.ndarray:
+        """P(the 3-sentence window supports the perspective) per (claim, perspective, window)."""
+        ...
+
+
+class TrainedScorers:
+    """The fine-tuned cross-encoders of ``models/`` and the evidence ranker.
+
+    Args:
+        models_dir: the folder ``perspectrum train`` wrote.
+        store: where the evidence pool's indexes (and its sentences') live.
+        evidence: the evidence pool the ranker retrieves from.
+
+    Models load on first use, once, under a lock, so a pipeline that only ranks
+    perspectives never reads the evidence model, and threads share one copy.
+    """
+
+    kind = "trained"
+
+    def __init__(self, models_dir: str | Path, store: IndexStore, evidence: Pool) -> None:
+        from perspectrum.models import TASKS, read_meta
+
+        self.models_dir = Path(models_dir)
+        self.store = store
+        self.evidence_pool = evidence
+        metas = {task: read_meta(self.models_dir, task) for task in TASKS}
+        ranker_cut = metas["evidence"].get("ranker_thresholds")
+        if ranker_cut is None:
+            raise PerspectrumError(f"{self.models_dir / 'evidence'} has no ranker cut-off: "
+                                   "run `perspectrum train evidence --tune-only`")
+        self.settings = {
+            "relevance": dict(metas["relevance"]["thresholds"]),
+            "stance": {"threshold": metas["stance"]["thresholds"]["threshold"]},
+            "equivalence": {k: metas["equivalence"]["thresholds"][k] for k in ("weight", "threshold")},
+            "evidence": {k: ranker_cut[k] for k in ("relative", "threshold", "k", "min_keep")},
+        }
+        self._loaded: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _get(self, name: str) -> Any:
+        with self._lock:
+            if name not in self._loaded:
+                from perspectrum.models import load_task
+
+                if name == "ranker":
+                    self._loaded[name] = EvidenceRanker.load(self.models_dir / "evidence")
+                elif name == "featurizer":
+                    self._loaded[name] = Featurizer(self.store, self.evidence_pool, show_progress=True)
+                else:
+                    self._loaded[name] = load_task(self.models_dir, name)
+            return self._loaded[name]
+
+    def load_all(self) -> None:
+        """Load every model and index now (a server's warm-up) instead of on first use."""
+        for name in (*STAGES, "ranker", "featurizer"):
+            self._get(name)
+
+    def _mean(self, task: str, pairs: Sequence[Pair]) -> np.ndarray:
+        members = self._get(task)
+        if not pairs:
+            return np.zeros(0, dtype=np.float32)
+        return np.mean([m.score(pairs) for m in members], axis=0)
+
+    def relevance(self, pairs: Sequence[Pair]) -> np.ndarray:
+        return self._mean("relevance", [claim_perspective_input(c, p) for c, p in pairs])
+
+    def stance(self, pairs: Sequence[Pair]) -> np.ndarray:
+        return self._mean("stance", [claim_perspective_input(c, p) for c, p in pairs])
+
+    def equivalence(self, triples: Sequence[Triple]) -> np.ndarray:
+        return self._mean("equivalence", [equivalence_input(c, a, b) for c, a, b in triples])
+
+    def evidence(self, debates: Mapping[Any, Debate]) -> tuple[list[Key], np.ndarray]:
+        table = self._get("featurizer").table(debates)
+        return table.keys, self._get("ranker").score(table)
+
+    def windows(self, triples: Sequence[Triple]) -> np.ndarray:
+        return self._mean("evidence", [evidence_input(c, p, w) for c, p, w in triples])
+
+
+def models_present(models_dir: str | Path) -> bool:
+    """Whether ``models_dir`` holds all four trained models (the ranker is checked on load)."""
+    from perspectrum.crossencoder import META_FILE
+    from perspectrum.models import TASKS
+
+    return all((Path(models_dir) / task / META_FILE).is_file() for task in TASKS)
