@@ -39,4 +39,4 @@ def progress(description: str, total: int, enabled: bool = True) -> Iterator[Cal
 
 def say(message: str) -> None:
     """One status line on stderr (e.g. 'building the missing BM25 index')."""
-    _console.print(message, highlight=False)
+    _console.print(message, highlight=False, soft_wrap=True)

@@ -298,6 +298,8 @@ def discover(
     else:
         pipe = Pipeline.from_pools(*own, index_dir=store.root, models_dir=_models_dir(models_dir),
                                    data_dir=data_dir, show_progress=True)
+    if explain:  # so the stage timings are the steady state, not the models' loading
+        pipe.warm_up()
     result = pipe.discover(claim, top=top, evidence=not no_evidence, explain=explain)
     if as_json:
         typer.echo(result.to_json())

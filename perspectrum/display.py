@@ -3,7 +3,7 @@
 Supporting and undermining perspectives stand side by side, as a debate is read; each
 shows its representative, its other phrasings, how sure the models are, and its best
 evidence window highlighted inside the paragraph (trimmed around the window, so a long
-paragraph does not drown the page).
+paragraph does not drown the page; the rest is in ``--json``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ from rich.text import Text
 from perspectrum.pipeline import DiscoveredPerspective, Discovery, EvidenceHit
 
 #: Characters of paragraph shown on either side of the highlighted window.
-CONTEXT = 160
+CONTEXT = 100
 #: Evidence paragraphs shown per perspective (JSON output has them all).
-SHOWN_EVIDENCE = 2
+SHOWN_EVIDENCE = 1
+#: Candidates listed by --explain.
+EXPLAINED = 25
 
 
 def _evidence(hit: EvidenceHit) -> Text:
@@ -35,7 +37,10 @@ def _evidence(hit: EvidenceHit) -> Text:
     out.append(f"p={hit.probability:.2f} " + (f"window={hit.window_score:.2f} " if hit.window_score is not None else ""),
                style="dim")
     out.append(("…" if left else "") + text[left:start], style="")
-    out.append(text[start:end], style="bold yellow" if hit.window_start is not None else "")
+    if hit.window_start is not None:  # «» keep the highlight visible where colour is not (logs, pipes)
+        out.append("«" + text[start:end] + "»", style="bold yellow")
+    else:
+        out.append(text[start:end])
     out.append(text[end:right] + ("…" if right < len(text) else ""))
     return out
 
@@ -75,10 +80,12 @@ def explain(result: Discovery) -> Iterable[RenderableType]:
     yield timings
     trace = result.trace or {}
     yield Text("settings (tuned on dev): " + json.dumps(trace.get("settings", {})), style="dim")
-    candidates = Table(title="relevance of the retrieved candidates (model blended with cosine)")
+    rows = sorted(trace.get("candidates", []), key=lambda r: -r["score"])
+    candidates = Table(title=f"relevance of the best {min(EXPLAINED, len(rows))} of {len(rows)} retrieved "
+                             "candidates (model blended with cosine; all are in --json)")
     for column in ("id", "model", "cosine", "score", "kept"):
         candidates.add_column(column, justify="right")
-    for row in trace.get("candidates", []):
+    for row in rows[:EXPLAINED]:
         candidates.add_row(str(row["id"]), f"{row['model']:.3f}", f"{row['cosine']:.3f}", f"{row['score']:.3f}",
                            "✓" if row["kept"] else "")
     yield candidates

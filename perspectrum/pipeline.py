@@ -423,17 +423,22 @@ class Pipeline:
             w.kept = [(d, blended[d]) for d in keep(ranked, setting)]
 
     def _cluster(self, work: list[_Work], scorers: Scorers, dense: Any, setting: Mapping[str, Any]) -> None:
+        weight, threshold = setting["weight"], setting["threshold"]
+        cosines = []
+        for w in work:
+            vectors = dense.vectors([d for d, _ in w.kept]) if w.kept else np.zeros((0, 1))
+            cosines.append((vectors @ vectors.T).astype(np.float64))
         triples, where = [], []
         for n, w in enumerate(work):
             for i, j in combinations(range(len(w.kept)), 2):
+                # a pair the model could not lift to the threshold even at 1.0 is not worth
+                # a forward pass: it keeps model score 0 (what such pairs score anyway)
+                if weight + (1 - weight) * cosines[n][i, j] < threshold:
+                    continue
                 triples.append((w.claim, self._perspective_text[w.kept[i][0]], self._perspective_text[w.kept[j][0]]))
                 where.append((n, i, j))
         scores = scorers.equivalence(triples)
-        weight = setting["weight"]
-        matrices = []
-        for w in work:
-            vectors = dense.vectors([d for d, _ in w.kept]) if w.kept else np.zeros((0, 1))
-            matrices.append(((1 - weight) * (vectors @ vectors.T)).astype(np.float64))
+        matrices = [(1 - weight) * cosine for cosine in cosines]
         for (n, i, j), score in zip(where, scores):
             value = matrices[n][i, j] + weight * float(score)
             matrices[n][i, j] = matrices[n][j, i] = value
@@ -442,7 +447,7 @@ class Pipeline:
         for w, matrix in zip(work, matrices):
             np.fill_diagonal(matrix, 1.0)
             # kept is most relevant first, so each cluster's first index is its representative
-            w.clusters = _clusters(matrix, setting["threshold"])
+            w.clusters = _clusters(matrix, threshold)
 
     def _stance(self, work: list[_Work], scorers: Scorers) -> None:
         pairs, owner = [], []

@@ -1,0 +1,161 @@
+"""The light heads on the ten-claim fixture: training, the five scorers, determinism,
+save/load, and that dev (never test) decides the cut-offs.
+
+Heads are trained once per module (a few seconds); tests that need a second training
+say why.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from perspectrum.data import Dataset, Pool, load_dataset
+from perspectrum.errors import PerspectrumError
+from perspectrum.index import IndexStore
+from perspectrum.light import HEADS_FILE, META_FILE, SETTING_KEYS, LightScorers, train_light
+from perspectrum.ranker import Debate
+from perspectrum.scorers import STAGES
+from tests.conftest import write_dataset
+
+ZOO = "Zoos should be banned"
+PAIRS = [(ZOO, "Keeping animals in cages in zoos is cruel"), (ZOO, "Tea is better than coffee"),
+         ("Fast food should be taxed", "A tax on fast food would reduce obesity"),
+         (ZOO, "Keeping animals in cages in zoos is cruel")]
+TRIPLES = [("Fast food should be taxed", "Taxing fast food hurts poor families most",
+            "Fast food taxes fall hardest on low income households"),
+           ("Fast food should be taxed", "Taxing fast food hurts poor families most",
+            "A tax on fast food would reduce obesity")]
+WINDOWS = [(ZOO, "Zoos save endangered species", "Several species extinct in the wild survive only in zoos."),
+           (ZOO, "Zoos save endangered species", "Tea contains less caffeine than coffee.")]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """(dataset, store, heads trained with seed 13, the folder they were saved to)."""
+    root = tmp_path_factory.mktemp("light")
+    dataset = load_dataset(write_dataset(root / "data"), verify=False)
+    store = IndexStore(root / "indexes")
+    return dataset, store, train_light(dataset, store, root / "heads"), root / "heads"
+
+
+def _debates(dataset: Dataset) -> dict[int, Debate]:
+    return {c.cid: Debate.of(dataset, c) for c in dataset.split("test")}
+
+
+def _all_scores(scorers: LightScorers, dataset: Dataset) -> list[np.ndarray]:
+    keys, evidence = scorers.evidence(_debates(dataset))
+    return [scorers.relevance(PAIRS), scorers.stance(PAIRS), scorers.equivalence(TRIPLES), evidence,
+            scorers.windows(WINDOWS), np.array(keys)]
+
+
+def _meta(folder) -> dict:
+    return json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+
+
+def test_training_saves_heads_and_settings_in_the_documented_schema(setup):
+    _, store, scorers, folder = setup
+    assert scorers.kind == "light"
+    assert {stage: set(s) for stage, s in scorers.settings.items()} == {s: set(SETTING_KEYS[s]) for s in STAGES}
+    assert 0 < scorers.settings["stance"]["threshold"] < 1 and scorers.settings["relevance"]["k"] >= 1
+    meta = _meta(folder)
+    assert (folder / HEADS_FILE).is_file()
+    assert meta["kind"] == "light" and meta["seed"] == 13 and meta["settings"] == scorers.settings
+    assert meta["encoder"] == store.encoder.identity and meta["seconds"] > 0
+    assert set(meta["dev"]) == set(STAGES) and all(0 <= m["f1"] <= 100 for m in meta["dev"].values())
+
+
+def test_every_scorer_gives_one_probability_per_input(setup):
+    dataset, _, scorers, _ = setup
+    relevance, stance, equivalence = scorers.relevance(PAIRS), scorers.stance(PAIRS), scorers.equivalence(TRIPLES)
+    keys, evidence = scorers.evidence(_debates(dataset))
+    windows = scorers.windows(WINDOWS)
+    for scores, n in ((relevance, 4), (stance, 4), (equivalence, 2), (evidence, len(keys)), (windows, 2)):
+        assert scores.shape == (n,) and ((scores >= 0) & (scores <= 1)).all()
+    assert relevance[0] == relevance[3]  # a repeated pair scores the same
+    assert relevance[0] > relevance[1]  # the zoo perspective, not the tea one, is relevant to zoos
+    assert windows[0] > windows[1]
+    # every cluster of every test claim gets candidates, keyed (debate key, cluster, paragraph)
+    clusters = {(c.cid, i) for c in dataset.split("test") for i in range(len(c.clusters))}
+    assert {(k, i) for k, i, _ in keys} == clusters and all(d in dataset.evidence for _, _, d in keys)
+
+
+def test_empty_inputs_give_empty_arrays(setup):
+    _, _, scorers, _ = setup
+    keys, evidence = scorers.evidence({})
+    assert keys == [] and evidence.shape == (0,)
+    for scores in (scorers.relevance([]), scorers.stance([]), scorers.equivalence([]), scorers.windows([])):
+        assert scores.shape == (0,)
+
+
+def test_evidence_is_the_same_from_several_threads(setup):
+    dataset, store, scorers, folder = setup
+    fresh = LightScorers.load(folder, store, Pool.from_dataset(dataset, "evidence"))  # indexes not opened yet
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: fresh.evidence(_debates(dataset)), range(4)))
+    expected = scorers.evidence(_debates(dataset))
+    for keys, scores in results:
+        assert keys == expected[0] and np.array_equal(scores, expected[1])
+
+
+def test_same_seed_trains_identical_heads(setup, tmp_path):
+    dataset, store, scorers, folder = setup
+    again = train_light(dataset, store, tmp_path / "again", seed=13)
+    assert again.settings == scorers.settings
+    for first, second in zip(_all_scores(scorers, dataset), _all_scores(again, dataset)):
+        assert np.array_equal(first, second)
+    assert _meta(tmp_path / "again")["dev"] == _meta(folder)["dev"]
+
+
+def test_saved_heads_load_and_score_identically(setup):
+    dataset, store, scorers, folder = setup
+    loaded = LightScorers.load(folder, store, Pool.from_dataset(dataset, "evidence"))
+    assert loaded.kind == "light" and loaded.settings == scorers.settings
+    for first, second in zip(_all_scores(scorers, dataset), _all_scores(loaded, dataset)):
+        assert np.array_equal(first, second)
+
+
+def test_missing_or_corrupt_heads_are_one_clear_error(setup, tmp_path):
+    dataset, store, _, folder = setup
+    evidence = Pool.from_dataset(dataset, "evidence")
+    with pytest.raises(PerspectrumError, match="no light heads"):
+        LightScorers.load(tmp_path / "nowhere", store, evidence)
+    broken = shutil.copytree(folder, tmp_path / "broken")
+    (broken / HEADS_FILE).write_bytes(b"not a pickle")
+    with pytest.raises(PerspectrumError, match="corrupt"):
+        LightScorers.load(broken, store, evidence)
+    truncated = shutil.copytree(folder, tmp_path / "truncated")
+    (truncated / META_FILE).write_text('{"kind": "light", "settings": {', encoding="utf-8")
+    with pytest.raises(PerspectrumError, match="corrupt"):
+        LightScorers.load(truncated, store, evidence)
+    (truncated / HEADS_FILE).unlink()
+    with pytest.raises(PerspectrumError, match="no light heads"):
+        LightScorers.load(truncated, store, evidence)
+
+
+def _relabel(dataset: Dataset, split: str) -> Dataset:
+    """The dataset with every ``split`` claim's stances flipped and evidence moved to its other cluster."""
+    claims = dict(dataset.claims)
+    for claim in dataset.split(split):
+        clusters = claim.clusters
+        claims[claim.cid] = replace(claim, clusters=tuple(
+            replace(k, stance="UNDERMINE" if k.stance == "SUPPORT" else "SUPPORT",
+                    evidence=clusters[(i + 1) % len(clusters)].evidence) for i, k in enumerate(clusters)))
+    return replace(dataset, claims=claims)
+
+
+def test_tuning_reads_dev_and_never_test(setup, tmp_path):
+    dataset, store, scorers, folder = setup
+    relabelled = train_light(_relabel(dataset, "test"), store, tmp_path / "test_changed")
+    assert relabelled.settings == scorers.settings
+    assert _meta(tmp_path / "test_changed")["dev"] == _meta(folder)["dev"]
+    for first, second in zip(_all_scores(scorers, dataset), _all_scores(relabelled, dataset)):
+        assert np.array_equal(first, second)
+    # the same change to dev labels does move the dev figures, so the check above can fail
+    train_light(_relabel(dataset, "dev"), store, tmp_path / "dev_changed")
+    assert _meta(tmp_path / "dev_changed")["dev"] != _meta(folder)["dev"]

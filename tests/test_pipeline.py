@@ -1,0 +1,221 @@
+"""The discovery pipeline: a fresh machine's first answer, the JSON schema, bad claims,
+own pools and their errors, concurrent calls, and end-to-end scoring.
+
+One module-scoped pipeline over the ten-claim fixture starts with no indexes and no
+models, so building indexes and training light heads on the first call is itself
+under test; later tests reuse what it built.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from perspectrum import Pipeline
+from perspectrum.cli import app
+from perspectrum.data import Pool, load_dataset
+from perspectrum.errors import PerspectrumError
+from perspectrum.eval.pipeline import score
+from perspectrum.pipeline import ClaimError, Discovery, PipelineConfig, check_claim
+from tests.conftest import PERSPECTIVES, write_dataset
+
+runner = CliRunner()
+CLAIM = "Animals should have legal rights"
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    """(data folder, index folder, models folder, pipeline) — nothing built beforehand."""
+    root = tmp_path_factory.mktemp("pipeline")
+    data_dir = write_dataset(root / "data")
+    pipe = Pipeline.load(data_dir, root / "indexes", root / "models", verify=False)
+    return data_dir, root / "indexes", root / "models", pipe
+
+
+def test_fresh_machine_builds_indexes_trains_light_heads_and_answers(fresh, capsys) -> None:
+    _, indexes, models, pipe = fresh
+    assert not indexes.exists() and not models.exists()
+    result = pipe.discover(CLAIM)
+    assert pipe.system == "light" and result.system == "light"
+    assert (models / "light" / "light.json").is_file()
+    assert (indexes / "perspectives" / "dense" / "meta.json").is_file()
+    assert "perspectrum train all" in capsys.readouterr().err
+    assert result.perspectives, "the claim's own gold perspectives are in the pool"
+    found = {p.id for cluster in result.perspectives for p in cluster.phrasings}
+    assert found & {19, 20, 21}
+
+
+def test_json_schema_is_stable_and_round_trips(fresh) -> None:
+    result = fresh[3].discover(CLAIM)
+    data = json.loads(result.to_json())
+    assert data["schema"] == 1 and data["claim"] == CLAIM and data["system"] == "light"
+    assert set(data) == {"schema", "claim", "system", "perspectives", "timings"}
+    for found in data["perspectives"]:
+        assert set(found) == {"text", "id", "stance", "support_probability", "stance_confidence", "relevance",
+                              "phrasings", "evidence"}
+        assert found["stance"] in ("support", "undermine")
+        assert 0.5 <= found["stance_confidence"] <= 1.0
+        assert found["phrasings"][0]["id"] == found["id"] and found["text"] == PERSPECTIVES[found["id"]]
+        for hit in found["evidence"]:
+            assert set(hit) == {"id", "text", "probability", "window", "window_score", "window_start", "window_end"}
+            if hit["window_start"] is not None:
+                assert hit["text"][hit["window_start"]:hit["window_end"]].startswith(hit["window"].split(".")[0])
+    assert set(data["timings"]) == {"retrieve", "relevance", "cluster", "stance", "evidence", "verify", "total"}
+    relevance = [p["relevance"] for p in data["perspectives"]]
+    assert relevance == sorted(relevance, reverse=True)
+
+
+def test_top_no_evidence_and_explain(fresh) -> None:
+    pipe = fresh[3]
+    result = pipe.discover(CLAIM, top=1, evidence=False, explain=True)
+    assert len(result.perspectives) == 1 and result.perspectives[0].evidence == ()
+    assert "evidence" not in result.timings
+    assert result.trace is not None and {"settings", "candidates", "pairs", "config"} <= set(result.trace)
+    assert any(c["kept"] for c in result.trace["candidates"])
+
+
+@pytest.mark.parametrize("claim, words", [("", "empty"), ("   \n\t", "empty"), ("x" * 1001, "limit"),
+                                          (42, "text"), ("\x00\x01binary", "control"), ("1234 !!", "no words")])
+def test_bad_claims_are_refused(claim, words) -> None:
+    with pytest.raises(ClaimError, match=words):
+        check_claim(claim)
+
+
+def test_cli_bad_claims_exit_2_with_one_line(fresh) -> None:
+    data_dir, indexes, models, _ = fresh
+    for claim in ("", "   ", "y" * 1001, "\x07\x08"):
+        result = runner.invoke(app, ["discover", claim, "--data-dir", str(data_dir), "--no-verify",
+                                     "--index-dir", str(indexes), "--models-dir", str(models)])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ")
+
+
+def test_cli_discover_json_and_table(fresh) -> None:
+    data_dir, indexes, models, _ = fresh
+    args = ["discover", CLAIM, "--data-dir", str(data_dir), "--no-verify", "--index-dir", str(indexes),
+            "--models-dir", str(models)]
+    as_json = runner.invoke(app, [*args, "--json", "--top", "2"], env={"COLUMNS": "160"})
+    assert as_json.exit_code == 0, as_json.output
+    data = json.loads(as_json.stdout)
+    assert data["schema"] == 1 and len(data["perspectives"]) <= 2
+    shown = runner.invoke(app, [*args, "--explain"], env={"COLUMNS": "160"})
+    assert shown.exit_code == 0 and "supporting" in shown.stdout and "stage timings" in shown.stdout
+
+
+def test_concurrent_calls_match_sequential_ones(fresh) -> None:
+    pipe = fresh[3]
+    claims = [CLAIM, "Zoos should be banned", "Fast food should be taxed", "Voting should be compulsory"] * 2
+    sequential = [pipe.discover(c).perspectives for c in claims]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        threaded = list(pool.map(lambda c: pipe.discover(c).perspectives, claims))
+    assert threaded == sequential
+
+
+def test_discover_many_matches_discover(fresh) -> None:
+    pipe = fresh[3]
+    claims = ["Zoos should be banned", "Homework should be abolished", "Cities should ban private cars"]
+    many = pipe.discover_many(claims, batch_size=2)
+    assert [m.claim for m in many] == claims
+    for claim, result in zip(claims, many):
+        single = pipe.discover(claim)
+        assert [p.id for p in single.perspectives] == [p.id for p in result.perspectives]
+        assert [p.stance for p in single.perspectives] == [p.stance for p in result.perspectives]
+    with pytest.raises(ClaimError):
+        pipe.discover_many(["fine claim", ""])
+    with pytest.raises(ClaimError):
+        pipe.discover_many("a string, not a list")
+
+
+def test_config_overrides_and_validation(fresh) -> None:
+    data_dir, indexes, models, pipe = fresh
+    strict = Pipeline.load(data_dir, indexes, models, verify=False,
+                           config=PipelineConfig(overrides={"relevance": {"k": 1}}))
+    assert strict.settings["relevance"]["k"] == 1 and pipe.settings["relevance"]["k"] != 1
+    assert sum(len(p.phrasings) for p in strict.discover(CLAIM).perspectives) == 1
+    with pytest.raises(PerspectrumError, match="unknown stage"):
+        PipelineConfig(overrides={"relevancy": {}})
+
+
+def _jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_own_pools_are_indexed_apart_and_searched(fresh, tmp_path: Path) -> None:
+    data_dir, indexes, models, _ = fresh
+    perspectives = _jsonl(tmp_path / "p.jsonl", [
+        {"id": "p-cage", "text": "Cages are cruel to wild animals"},
+        {"id": "p-tax", "text": "Taxes on sugar reduce obesity"},
+        {"id": "p-law", "text": "Animals deserve protection in law because they feel pain"}])
+    evidence = _jsonl(tmp_path / "e.jsonl", [
+        {"id": "doc-1", "text": "Animals feel pain. Pain matters morally. Laws should protect beings that suffer."},
+        {"id": "doc-2", "text": "Sugar taxes in Mexico cut soda sales by a tenth."}])
+    pipe = Pipeline.from_pools(perspectives, evidence, index_dir=indexes, models_dir=models, data_dir=data_dir)
+    result = pipe.discover(CLAIM)
+    ids = {p.id for cluster in result.perspectives for p in cluster.phrasings}
+    assert ids <= {"p-cage", "p-tax", "p-law"} and "p-law" in ids
+    assert all(isinstance(e.id, str) for c in result.perspectives for e in c.evidence)
+    assert (indexes / "own").is_dir() and (indexes / "perspectives" / "dense").is_dir()
+    build = ["index", "build", "--perspectives", str(perspectives), "--evidence", str(evidence),
+             "--index-dir", str(indexes)]
+    assert runner.invoke(app, build, env={"COLUMNS": "160"}).exit_code == 0  # adds the sentence pool's
+    again = runner.invoke(app, build, env={"COLUMNS": "160"})
+    assert again.exit_code == 0 and "reused" in again.stdout and "built" not in again.stdout
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([{"id": 1, "text": "a"}, {"id": 1, "text": "b"}], "line 2: duplicate id 1"),
+    ([{"id": 1, "text": "a"}, {"id": 2, "text": "  "}], "line 2: empty text"),
+    ([{"id": 1, "text": "a"}, "", "{not json"], "line 3: not valid JSON"),
+    ([{"id": 1, "text": "a"}, ["id", "text"]], 'line 2: expected an object with "id" and "text"'),
+    ([{"id": None, "text": "a"}], "line 1: id must be"),
+    ([], "holds no records"),
+])
+def test_bad_pool_files_name_the_line(tmp_path: Path, rows, message) -> None:
+    path = _jsonl(tmp_path / "pool.jsonl", rows)
+    with pytest.raises(PerspectrumError, match=message):
+        Pool.from_jsonl(path, "perspectives")
+
+
+def test_cli_bad_pools_are_one_line_errors(tmp_path: Path) -> None:
+    good = _jsonl(tmp_path / "good.jsonl", [{"id": 1, "text": "a sentence"}])
+    bad = _jsonl(tmp_path / "bad.jsonl", [{"id": 1, "text": "a"}, {"id": 1, "text": "b"}])
+    for args in (["--perspectives", str(good)], ["--perspectives", str(bad), "--evidence", str(good)],
+                 ["--perspectives", str(tmp_path / "missing.jsonl"), "--evidence", str(good)]):
+        result = runner.invoke(app, ["index", "build", *args, "--index-dir", str(tmp_path / "idx")])
+        assert result.exit_code == 1, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert not (tmp_path / "idx").exists()
+
+
+def test_end_to_end_scores_follow_the_returned_clusters(fresh) -> None:
+    data_dir, _, _, pipe = fresh
+    dataset = load_dataset(data_dir, verify=False)
+    claims = dataset.split("dev")
+    results = pipe.discover_many([c.text for c in claims])
+    scores = score(claims, results)
+    # hand-made perfect result for the first claim: its gold clusters, right stance, gold evidence
+    claim = claims[0]
+    perfect = Discovery(claim.text, "test", tuple(
+        _perfect(dataset, k) for k in claim.clusters), {})
+    exact = score([claim], [perfect])
+    assert exact["t1"]["f1"] == exact["t2"]["f1"] == exact["t3"]["f1"] == exact["t4"]["f1"] == 1.0
+    empty = score([claim], [Discovery(claim.text, "test", (), {})])
+    assert empty["t1"]["f1"] == empty["t2_all"]["recall"] == empty["t4_all"]["f1"] == 0.0
+    assert 0.0 <= scores["t5"] <= 1.0 and scores["t5_all"] <= scores["t5"] + 1e-12
+
+
+def _perfect(dataset, cluster):
+    from perspectrum.pipeline import DiscoveredPerspective, EvidenceHit, Phrasing
+
+    phrasings = tuple(Phrasing(p, dataset.perspectives[p].text, 1.0) for p in cluster.pids)
+    stance = "support" if cluster.stance == "SUPPORT" else "undermine"
+    return DiscoveredPerspective(phrasings[0].text, phrasings[0].id, stance, 1.0 if stance == "support" else 0.0,
+                                 1.0, 1.0, phrasings,
+                                 tuple(EvidenceHit(e, dataset.evidence[e].text, 1.0) for e in cluster.evidence))
