@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import threading
 import time
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from perspectrum._progress import progress
-from perspectrum.encoder import default_encoder_path
+from perspectrum.encoder import default_encoder_path, transformers_classes
 from perspectrum.errors import PerspectrumError
 
 #: The file beside the Hugging Face weights that holds what perspectrum needs to use
@@ -66,16 +65,6 @@ class TrainParams:
         return asdict(self)
 
 
-def _quiet_offline() -> None:
-    """Never reach for a hub, and keep transformers' load chatter off the terminal."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-
-
 def _seed_everything(seed: int) -> None:
     import torch
 
@@ -109,9 +98,10 @@ def fine_tune(
         raise PerspectrumError("no training examples were built (is the training split empty?)")
     if any(not 0.0 <= t <= 1.0 for t in targets):
         raise ValueError("targets must lie in [0, 1]")
-    _quiet_offline()
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
+
+    AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup = transformers_classes(
+        "AutoModelForSequenceClassification", "AutoTokenizer", "get_linear_schedule_with_warmup")
 
     base = Path(base) if base is not None else default_encoder_path()
     _seed_everything(params.seed)
@@ -194,8 +184,8 @@ class CrossEncoderModel:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise PerspectrumError(f"{meta_path} is not valid JSON ({exc.msg})") from None
-        _quiet_offline()
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        AutoModelForSequenceClassification, AutoTokenizer = transformers_classes(
+            "AutoModelForSequenceClassification", "AutoTokenizer")
 
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(folder))
