@@ -15,9 +15,9 @@ makes one model call per stage for a whole batch):
 5. **evidence** — for each cluster, the evidence ranker (or light head) scores the hybrid
    top paragraphs for claim + paraphrases against every sibling cluster; a dev-tuned cut
    on its probability keeps the cluster's evidence.
-6. **verify** — the window model reads every 3-sentence window of the top
-   ``verify_top`` kept paragraphs per cluster and marks the best one (what the CLI
-   highlights). Verifying every kept paragraph moved dev T4 by only +0.3 F1 at several
+6. **verify** — the window model reads the 3-sentence windows (every other start, so
+   every sentence is covered, as in evaluation) of the top ``verify_top`` kept
+   paragraphs per cluster and marks the best one (what the CLI highlights). Verifying every kept paragraph moved dev T4 by only +0.3 F1 at several
    times the cost, so selection is the ranker's and the windows explain it.
 
 Which models answer is decided once, lazily: the fine-tuned ones in ``models/`` when all
@@ -41,7 +41,7 @@ import numpy as np
 from perspectrum._progress import say
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.trained import keep
+from perspectrum.eval.trained import EVIDENCE_STRIDE, keep
 from perspectrum.index import IndexStore
 from perspectrum.ranker import Debate
 from perspectrum.scorers import STAGES, Scorers
@@ -487,7 +487,7 @@ class Pipeline:
             for c, hits in enumerate(w.evidence):
                 representative = self._perspective_text[w.kept[w.clusters[c][0]][0]]
                 for h, hit in enumerate(hits[:self.config.verify_top]):
-                    for window in windows(hit.text):
+                    for window in windows(hit.text, stride=EVIDENCE_STRIDE):
                         triples.append((w.claim, representative, window))
                         owner.append((n, c, h, window))
         scores = scorers.windows(triples)
