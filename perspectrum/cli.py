@@ -383,11 +383,8 @@ def evaluate(
         console.print(pipeline_table(result))
         stages = ", ".join(f"{k} {v / result['claims'] * 1000:.0f}" for k, v in result["stage_seconds"].items())
         console.print(f"ms per claim (batches of {result['batch_size']}): {stages}")
-        console.print(f"finished in {result['seconds']:.0f} s")
-        if json_path:
-            console.print(f"wrote {write_json(json_path, result)}")
-        return
-    if system is System.trained:
+        draw: Any = None  # the pipeline has no curves
+    elif system is System.trained:
         from perspectrum.eval.report import plot_pr_curves, trained_table
         from perspectrum.eval.trained import evaluate_trained
 
@@ -414,7 +411,7 @@ def evaluate(
     console.print(f"finished in {result['seconds']:.0f} s")
     if json_path:
         console.print(f"wrote {write_json(json_path, result)}")
-    if plot:
+    if plot and draw is not None:
         console.print(f"wrote {draw(result, plot)}")
 
 

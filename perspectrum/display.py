@@ -31,7 +31,6 @@ def _evidence(hit: EvidenceHit) -> Text:
     """The paragraph with its best window highlighted, trimmed to the window's context."""
     text = hit.text
     start, end = (hit.window_start, hit.window_end) if hit.window_start is not None else (0, min(len(text), 2 * CONTEXT))
-    end = end if end is not None else start
     left, right = max(0, start - CONTEXT), min(len(text), end + CONTEXT)
     out = Text(f"[{hit.id}] ", style="dim")
     out.append(f"p={hit.probability:.2f} " + (f"window={hit.window_score:.2f} " if hit.window_score is not None else ""),

@@ -5,20 +5,22 @@ makes one model call per stage for a whole batch):
 
 1. **retrieve** — hybrid (BM25 + dense, RRF) top-``candidates`` of the perspective pool.
 2. **relevance** — each candidate scored by the relevance model, blended with its dense
-   cosine to the claim, kept above a dev-tuned cut (a fraction of the claim's best).
+   cosine to the claim, kept above a dev-tuned cut (a fraction of the claim's best), at
+   most ``max_perspectives``.
 3. **cluster** — every pair of kept perspectives scored by the equivalence model
    (claim-conditioned) and blended with their cosine; scikit-learn's average-linkage
    agglomerative clustering cuts at the dev-tuned distance. The most relevant member
    represents its cluster.
-4. **stance** — P(support) of every member, averaged per cluster (a cluster shares one
-   stance, and averaging steadies a single odd phrasing).
+4. **stance** — P(support) of each cluster's representative (a cluster shares one stance;
+   ``stance_members="all"`` averages over the members instead, which scored the same on dev).
 5. **evidence** — for each cluster, the evidence ranker (or light head) scores the hybrid
    top paragraphs for claim + paraphrases against every sibling cluster; a dev-tuned cut
    on its probability keeps the cluster's evidence.
 6. **verify** — the window model reads the 3-sentence windows (every other start, so
    every sentence is covered, as in evaluation) of the top ``verify_top`` kept
-   paragraphs per cluster and marks the best one (what the CLI highlights). Verifying every kept paragraph moved dev T4 by only +0.3 F1 at several
-   times the cost, so selection is the ranker's and the windows explain it.
+   paragraphs per cluster and marks the best one (what the CLI highlights). Verifying
+   every kept paragraph moved dev T4 by only +0.3 F1 at several times the cost, so
+   selection is the ranker's and the windows explain it.
 
 Which models answer is decided once, lazily: the fine-tuned ones in ``models/`` when all
 four are there, else light heads on frozen MiniLM embeddings (trained on the first run).
@@ -41,7 +43,7 @@ import numpy as np
 from perspectrum._progress import say
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.trained import EVIDENCE_STRIDE, keep
+from perspectrum.eval.trained import EVIDENCE_STRIDE, average_linkage, keep
 from perspectrum.index import IndexStore
 from perspectrum.ranker import Debate
 from perspectrum.scorers import STAGES, Scorers
@@ -226,10 +228,7 @@ def _clusters(matrix: np.ndarray, threshold: float) -> list[list[int]]:
     n = len(matrix)
     if n < 2:
         return [[i] for i in range(n)]
-    from sklearn.cluster import AgglomerativeClustering
-
-    labels = AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average",
-                                     distance_threshold=1.0 - threshold).fit_predict(1.0 - matrix)
+    labels = average_linkage(matrix, threshold)
     groups: dict[int, list[int]] = {}
     for i, label in enumerate(labels):
         groups.setdefault(int(label), []).append(i)
@@ -286,7 +285,6 @@ class Pipeline:
         self._evidence_text = dict(zip(evidence.ids, evidence.texts))
         self._lock = threading.Lock()
         self._ready: tuple[HybridSearcher, Any, Scorers, dict[str, dict[str, Any]]] | None = None
-        self.load_seconds: float | None = None
 
     @classmethod
     def load(cls, data_dir: str | Path | None = None, index_dir: str | Path = "indexes",
@@ -340,12 +338,10 @@ class Pipeline:
     def _get(self) -> tuple[HybridSearcher, Any, Scorers, dict[str, dict[str, Any]]]:
         with self._lock:
             if self._ready is None:
-                started = time.perf_counter()
                 bm25 = self.store.open(self.perspectives, "bm25", show_progress=self.show_progress)
                 dense = self.store.open(self.perspectives, "dense", show_progress=self.show_progress)
                 scorers = self._scorers()
                 self._ready = (HybridSearcher(bm25, dense), dense, scorers, self.config.settings(scorers.settings))
-                self.load_seconds = time.perf_counter() - started
             return self._ready
 
     def warm_up(self) -> None:

@@ -216,15 +216,21 @@ def equivalence_scores(model: CrossEncoderModel, dataset: Dataset, claims: Seque
     return out
 
 
+def average_linkage(matrix: np.ndarray, threshold: float) -> np.ndarray:
+    """Cluster labels of a similarity matrix (n ≥ 2): scikit-learn's average linkage cut at
+    distance 1 − ``threshold``. Evaluation and the pipeline cluster the same way."""
+    from sklearn.cluster import AgglomerativeClustering
+
+    return AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average",
+                                   distance_threshold=1.0 - threshold).fit_predict(1.0 - matrix)
+
+
 def equivalent_pairs(pids: Sequence[int], matrix: np.ndarray, method: str, threshold: float) -> set[tuple[int, int]]:
     """Pairs called equivalent: directly (``pairs``) or via average-linkage clusters."""
     n = len(pids)
     if method == "pairs" or n < 2:
         return {(pids[i], pids[j]) for i, j in combinations(range(n), 2) if matrix[i, j] >= threshold}
-    from sklearn.cluster import AgglomerativeClustering
-
-    labels = AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average",
-                                     distance_threshold=1.0 - threshold).fit_predict(1.0 - matrix)
+    labels = average_linkage(matrix, threshold)
     return {(pids[i], pids[j]) for i, j in combinations(range(n), 2) if labels[i] == labels[j]}
 
 
