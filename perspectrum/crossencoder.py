@@ -18,7 +18,7 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,8 @@ import numpy as np
 from perspectrum._progress import progress
 from perspectrum.encoder import default_encoder_path, transformers_classes
 from perspectrum.errors import PerspectrumError
+from perspectrum import traced
+from perspectrum.traced import Tokens, token_types
 
 #: The file beside the Hugging Face weights that holds what perspectrum needs to use
 #: the model: task, input length, tuned thresholds, training facts and metrics.
@@ -153,20 +155,37 @@ class CrossEncoderModel:
     Scoring sorts pairs by length so each batch pads little, and by default runs the
     linear layers in int8 (``torch`` dynamic quantisation): ~2.4x faster on a CPU.
     Thresholds are tuned on dev with the same setting, so they stay valid for it.
+    A model opened with :meth:`load` runs as its cached TorchScript copy where one can
+    be made (:mod:`perspectrum.traced`: same numbers, no transformers import).
     Safe to share between threads: one lock guards the forward pass.
+
+    Args:
+        model: the transformers model (float); ``None`` when ``copy`` is given.
+        tokenizer: its transformers tokenizer (``None`` with ``copy``); kept for :meth:`write`.
+        meta: the model's ``perspectrum.json``.
+        quantize: run the linear layers in int8.
+        copy: a traced copy to run instead, with ``tokens`` to feed it.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, meta: dict[str, Any], quantize: bool = True) -> None:
-        import torch
-
+    def __init__(self, model: Any, tokenizer: Any, meta: dict[str, Any], quantize: bool = True,
+                 copy: Any = None, tokens: Tokens | None = None) -> None:
         self.meta = meta
         self.tokenizer = tokenizer
+        self.int8 = quantize
         self._float_model = model
-        if quantize:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
-        self.model = model
+        if copy is not None and tokens is not None:
+            self.model, self.tokens = copy, tokens
+            self._logits: Callable[[dict[str, Any]], Any] = lambda encoded: copy(*encoded.values())
+        else:
+            import torch
+
+            if quantize:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+            self.model = model
+            self.tokens = Tokens.of(tokenizer, self.max_length, token_types(model.config.to_dict()))
+            self._logits = lambda encoded: model(**encoded).logits
         self._lock = threading.Lock()
 
     @classmethod
@@ -174,7 +193,8 @@ class CrossEncoderModel:
         """Open a folder written by :meth:`save`; a missing or broken one is a one-line error.
 
         ``quantize`` is honoured only where the model's meta allows it (``"quantize":
-        false`` marks a model whose accuracy int8 would cost).
+        false`` marks a model whose accuracy int8 would cost). The first load makes the
+        traced copy that later loads use.
         """
         folder = Path(folder)
         meta_path = folder / META_FILE
@@ -182,17 +202,27 @@ class CrossEncoderModel:
             raise PerspectrumError(f"no trained model in {folder} (train it with `perspectrum train`)")
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise PerspectrumError(f"{meta_path} is not valid JSON ({exc.msg})") from None
+            raise PerspectrumError(f"{meta_path.parent} has a file that is not valid JSON ({exc.msg})") from None
+        quantize = quantize and meta.get("quantize", True)
+        max_length = int(meta["params"]["max_length"])
+        copy = traced.load(folder, quantize)
+        if copy is not None:
+            tokens = Tokens.from_folder(folder, max_length, token_types(config))
+            return cls(None, None, meta, quantize, copy=copy, tokens=tokens)
         AutoModelForSequenceClassification, AutoTokenizer = transformers_classes(
             "AutoModelForSequenceClassification", "AutoTokenizer")
-
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(folder))
             model = AutoModelForSequenceClassification.from_pretrained(str(folder)).eval()
         except (OSError, ValueError) as exc:
             raise PerspectrumError(f"cannot load the model in {folder}: {exc}".splitlines()[0]) from None
-        return cls(model, tokenizer, meta, quantize and meta.get("quantize", True))
+        loaded = cls(model, tokenizer, meta, quantize)
+        copy = traced.trace(folder, quantize, loaded.model, loaded.tokens, "logits", pairs=True)
+        if copy is None:
+            return loaded
+        return cls(model, tokenizer, meta, quantize, copy=copy, tokens=loaded.tokens)
 
     @property
     def max_length(self) -> int:
@@ -208,11 +238,9 @@ class CrossEncoderModel:
         with progress(description, len(pairs), enabled=show_progress) as advance:
             for start in range(0, len(order), batch_size):
                 batch = order[start:start + batch_size]
-                encoded = self.tokenizer([pairs[i][0] for i in batch], [pairs[i][1] for i in batch],
-                                         truncation=True, max_length=self.max_length, padding=True,
-                                         return_tensors="pt")
+                encoded = self.tokens([pairs[i][0] for i in batch], [pairs[i][1] for i in batch])
                 with self._lock, torch.inference_mode():
-                    logits = self.model(**encoded).logits[:, 0]
+                    logits = self._logits(encoded)[:, 0]
                 out[batch] = torch.sigmoid(logits).numpy()
                 advance(len(batch))
         return out
@@ -222,6 +250,8 @@ class CrossEncoderModel:
 
         Callers write into a temporary folder and swap it in (see ``models.save_task``).
         """
+        if self._float_model is None:
+            raise PerspectrumError("a model opened from its traced copy cannot be written; load its folder")
         self._float_model.save_pretrained(str(folder))
         self.tokenizer.save_pretrained(str(folder))
         (folder / META_FILE).write_text(json.dumps(self.meta, indent=2) + "\n", encoding="utf-8")

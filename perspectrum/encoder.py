@@ -60,10 +60,20 @@ class MeanPooled:
     """
 
     def __init__(self, path: Path, max_length: int) -> None:
-        AutoModel, AutoTokenizer = transformers_classes("AutoModel", "AutoTokenizer")
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
-        self.model = AutoModel.from_pretrained(str(path)).eval()
-        self.max_length = max_length
+        from perspectrum import traced
+
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        self.hidden_size = int(config["hidden_size"])
+        self.tokens = traced.Tokens.from_folder(path, max_length, traced.token_types(config))
+        copy = traced.load(path, quantize=False)
+        if copy is None:
+            (AutoModel,) = transformers_classes("AutoModel")
+            model = AutoModel.from_pretrained(str(path)).eval()
+            copy = traced.trace(path, False, model, self.tokens, "last_hidden_state", pairs=False)
+        #: The transformer's last hidden states for tokenised inputs: the traced copy
+        #: where there is one (no transformers import), else the model itself.
+        self._hidden = ((lambda encoded: copy(*encoded.values())) if copy is not None
+                        else (lambda encoded: model(**encoded).last_hidden_state))
 
     @classmethod
     def fits(cls, path: Path) -> int | None:
@@ -80,7 +90,7 @@ class MeanPooled:
         return int(config["max_seq_length"])
 
     def get_embedding_dimension(self) -> int:
-        return int(self.model.config.hidden_size)
+        return self.hidden_size
 
     def encode(self, texts: list[str], batch_size: int = 64, **_: object) -> np.ndarray:
         """Normalised mean-pooled embeddings (float32), one row per text, in order."""
@@ -88,10 +98,9 @@ class MeanPooled:
 
         out = []
         for start in range(0, len(texts), batch_size):
-            batch = self.tokenizer(texts[start:start + batch_size], padding=True, truncation=True,
-                                   max_length=self.max_length, return_tensors="pt")
+            batch = self.tokens(texts[start:start + batch_size])
             with torch.inference_mode():
-                tokens = self.model(**batch).last_hidden_state
+                tokens = self._hidden(batch)
                 mask = batch["attention_mask"].unsqueeze(-1).to(tokens.dtype)
                 pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 out.append(torch.nn.functional.normalize(pooled, p=2, dim=1).numpy())

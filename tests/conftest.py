@@ -149,3 +149,18 @@ def encoder():
     model = Encoder()
     model.model  # noqa: B018 - load now so the first test using it is not billed for it
     return model
+
+
+@pytest.fixture(scope="session", autouse=True)
+def traced_cache(tmp_path_factory) -> Path:
+    """Traced model copies go to a folder of this run, never the user's cache."""
+    import os
+
+    folder = tmp_path_factory.mktemp("cache")
+    previous = os.environ.get("PERSPECTRUM_CACHE")
+    os.environ["PERSPECTRUM_CACHE"] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("PERSPECTRUM_CACHE", None)
+    else:
+        os.environ["PERSPECTRUM_CACHE"] = previous

@@ -89,6 +89,8 @@ def test_models_marked_unquantized_load_in_float(trained_dir):
 
     def quantized(task: str) -> bool:
         model = load_task(trained_dir[2], task)[0].model
+        if isinstance(model, torch.jit.ScriptModule):  # the traced copy: read its graph
+            return "quantized::linear_dynamic" in str(model.inlined_graph)
         return not any(type(m) is torch.nn.Linear for m in model.modules())
 
     assert json.loads((trained_dir[2] / "stance" / META_FILE).read_text())["quantize"] is False

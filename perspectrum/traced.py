@@ -1,0 +1,193 @@
+"""TorchScript copies of the loaded transformers, cached so later processes skip transformers.
+
+Why: in a `discover` process, importing ``transformers`` and building five models from
+their folders costs ~2.5 s of a ~5.5 s cold start, while ``torch`` alone costs ~1 s. A
+traced copy of each model, in the form that actually runs (int8 where the model is
+quantised), loads with ``torch.jit.load`` in ~0.1 s and, on this torch, computes the
+same numbers: every copy is checked against the model it came from before it is kept,
+and the check is repeated on the copy read back from disk. Tokenisation goes through
+the ``tokenizers`` library directly with the settings transformers would use.
+
+The first load of a model pays for transformers once and writes its copy to the cache
+(``$PERSPECTRUM_CACHE``, default ``~/.cache/perspectrum``). A copy is found again by a key
+made of the model folder, its files' names, sizes and modification times, the torch
+version and the int8 flag: retraining a model (new files) or upgrading torch makes a
+new copy, and the superseded one for the same folder is deleted. Anything that fails
+(tracing, a mismatch, an unreadable copy) falls back to the transformers model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from perspectrum._io import atomic_write
+
+#: Bumped when what a cached copy holds changes, so old copies are not reused.
+FORMAT = 1
+#: Largest difference in output allowed between a copy and its model (float32 noise).
+TOLERANCE = 1e-4
+#: Sentences the copies are traced and checked on: two batches of different sizes and
+#: lengths, both padded, so a copy that baked in a shape or a mask would fail.
+_TRACE_TEXTS = [("Animals should have lawful rights", "Animals feel pain just as we do."),
+                ("Zoos should be banned", "Breeding programmes in zoos save endangered species from dying out."),
+                ("Tax", "Money")]
+_CHECK_TEXTS = [("Voting should be compulsory", "When everyone must vote, the result reflects the whole "
+                 "population rather than those with the time and the motivation to turn up."),
+                ("Homework should be abolished", "Children lose play time."),
+                ("Social media does more harm than good", "It spreads misinformation quickly [SEP] and widely."),
+                ("a", "b"), ("Nuclear power", "Waste stays dangerous for thousands of years.")]
+
+
+
+def cache_dir() -> Path:
+    """Where traced copies are kept: ``$PERSPECTRUM_CACHE`` or ``~/.cache/perspectrum``."""
+    return Path(os.environ.get("PERSPECTRUM_CACHE") or Path.home() / ".cache" / "perspectrum") / "traced"
+
+
+def token_types(config: dict[str, Any]) -> bool:
+    """Whether a model (its ``config.json``) reads segment ids: BERT does, MPNet does not."""
+    return int(config.get("type_vocab_size", 0)) > 1
+
+
+class Tokens:
+    """A ``tokenizers`` tokenizer set up as transformers' fast tokenizer runs for
+    ``tokenizer(a, b, truncation=True, max_length=n, padding=True)``.
+
+    Importing transformers for its tokenizer would cost most of what the copies save.
+    """
+
+    def __init__(self, tokenizer: Any, pad_token: str, max_length: int, token_types: bool) -> None:
+        pad_id = tokenizer.token_to_id(pad_token)
+        if pad_id is None:
+            raise ValueError(f"the padding token {pad_token!r} is not in the vocabulary")
+        tokenizer.enable_truncation(max_length, strategy="longest_first")
+        tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)
+        self.tokenizer = tokenizer
+        self.token_types = token_types
+
+    @classmethod
+    def from_folder(cls, folder: Path, max_length: int, token_types: bool) -> Tokens:
+        """From a model folder's ``tokenizer.json`` and ``tokenizer_config.json``."""
+        from tokenizers import Tokenizer
+
+        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        pad_token = config.get("pad_token")
+        pad_token = pad_token.get("content") if isinstance(pad_token, dict) else pad_token
+        return cls(Tokenizer.from_file(str(folder / "tokenizer.json")), str(pad_token), max_length, token_types)
+
+    @classmethod
+    def of(cls, tokenizer: Any, max_length: int, token_types: bool) -> Tokens:
+        """From a loaded transformers fast tokenizer (its rules copied, it is not changed)."""
+        from tokenizers import Tokenizer
+
+        return cls(Tokenizer.from_str(tokenizer.backend_tokenizer.to_str()), tokenizer.pad_token, max_length,
+                   token_types)
+
+    def __call__(self, first: Sequence[str], second: Sequence[str] | None = None) -> dict[str, Any]:
+        """``input_ids``, ``attention_mask`` (and ``token_type_ids``) as int64 tensors."""
+        import torch
+
+        inputs = list(zip(first, second)) if second is not None else list(first)
+        encodings = self.tokenizer.encode_batch(inputs)
+        out = {"input_ids": torch.tensor([e.ids for e in encodings], dtype=torch.long),
+               "attention_mask": torch.tensor([e.attention_mask for e in encodings], dtype=torch.long)}
+        if self.token_types:
+            out["token_type_ids"] = torch.tensor([e.type_ids for e in encodings], dtype=torch.long)
+        return out
+
+
+def _key(folder: Path, quantize: bool) -> Path:
+    """Where the copy of ``folder``'s model lives; see the module docstring for the key."""
+    import torch
+
+    folder = folder.resolve()
+    content = hashlib.sha256(f"{FORMAT}:{torch.__version__}:{quantize}".encode())
+    for file in sorted(p for p in folder.iterdir() if p.is_file()):
+        stat = file.stat()
+        content.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    folder_part = hashlib.sha256(str(folder).encode()).hexdigest()[:12]
+    return cache_dir() / f"{folder_part}-{content.hexdigest()[:12]}.pt"
+
+
+def _quiet_jit_load(path: Path) -> Any:
+    """``torch.jit.load``, quietly: no deprecation warning for TorchScript (torch is
+    pinned, and a failing load falls back to transformers), and torch's once-per-process
+    warning about int8 tensors spent.
+
+    Reading an int8 copy triggers that deprecation warning from C++, where Python's
+    filters cannot reach it; raised once from Python first, it is filtered there and
+    not printed again.
+    """
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.quantize_per_tensor(torch.zeros(1), 1.0, 0, torch.qint8)
+        return torch.jit.load(str(path)).eval()
+
+
+def load(folder: Path, quantize: bool) -> Any | None:
+    """The cached copy of the model in ``folder``, or ``None`` if there is none (or it
+    cannot be read, e.g. a file damaged on disk)."""
+    path = _key(folder, quantize)
+    if not path.is_file():
+        return None
+    try:
+        return _quiet_jit_load(path)
+    except Exception:  # noqa: BLE001 - a bad cache entry must never stop scoring
+        return None
+
+
+def trace(folder: Path, quantize: bool, model: Any, tokens: Tokens, output: str,
+          pairs: bool) -> Any | None:
+    """Trace ``model`` (as it runs: int8 if quantised) into a copy, check it against the
+    model, cache it and return it as read back from disk; ``None`` if any step fails or
+    the copy disagrees with the model by more than :data:`TOLERANCE`.
+
+    ``output`` names the field of the model's output to keep (``logits``,
+    ``last_hidden_state``); ``pairs`` says whether it reads text pairs or single texts.
+    """
+    import torch
+
+    class Positional(torch.nn.Module):
+        """The model called with positional tensors, returning one output field: the
+        form ``torch.jit.trace`` records."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            return getattr(self.model(**dict(zip(names, inputs))), output)
+
+    names = ["input_ids", "attention_mask", *(["token_type_ids"] if tokens.token_types else [])]
+
+    def inputs(texts: list[tuple[str, str]]) -> tuple[Any, ...]:
+        encoded = tokens([a for a, _ in texts], [b for _, b in texts]) if pairs else tokens(
+            [f"{a} {b}" for a, b in texts])
+        return tuple(encoded[name] for name in names)
+
+    path = _key(folder, quantize)
+    wrapper = Positional().eval()
+    try:
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = torch.jit.trace(wrapper, inputs(_TRACE_TEXTS), check_trace=False)
+            atomic_write(path, lambda tmp: torch.jit.save(module, str(tmp)))
+            copy = _quiet_jit_load(path)
+            check = inputs(_CHECK_TEXTS)
+            if float((copy(*check) - wrapper(*check)).abs().max()) > TOLERANCE:
+                raise ValueError("the traced copy disagrees with the model")
+    except Exception:  # noqa: BLE001 - the transformers model still works
+        path.unlink(missing_ok=True)
+        return None
+    for old in path.parent.glob(f"{path.name.split('-')[0]}-*.pt"):
+        if old != path:
+            old.unlink(missing_ok=True)
+    return copy
