@@ -4,9 +4,11 @@ Loading MiniLM costs seconds (torch import included), so nothing is loaded until
 :meth:`Encoder.encode` is first called: checking or reusing an index never pays for it.
 
 A sentence-transformers folder that is just a transformer, mean pooling and
-normalisation (MiniLM's layout) runs through ``transformers`` directly: importing
-sentence-transformers alone costs ~1.5 s of a `discover` process's cold start, and the
-arithmetic is three lines. Any other layout loads with ``SentenceTransformer``.
+normalisation (MiniLM's layout) runs without sentence-transformers, as the cached
+TorchScript copy of its transformer (:mod:`perspectrum.traced`; transformers itself the
+first time): importing sentence-transformers alone costs ~1.5 s of a `discover`
+process's cold start, and the arithmetic is three lines. Any other layout loads with
+``SentenceTransformer``.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ _MEAN_POOLED = ["sentence_transformers.models.Transformer", "sentence_transforme
 
 class MeanPooled:
     """A transformer with mean pooling over tokens and L2 normalisation, as
-    sentence-transformers computes it for MiniLM, without importing that library.
+    sentence-transformers computes it for MiniLM, without importing that library (and,
+    once its traced copy exists, without transformers).
 
     Offers the two methods :class:`Encoder` uses of a ``SentenceTransformer``.
     """
