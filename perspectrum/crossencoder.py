@@ -25,11 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from perspectrum import traced
 from perspectrum._progress import progress
 from perspectrum.encoder import default_encoder_path, transformers_classes
 from perspectrum.errors import PerspectrumError
-from perspectrum import traced
-from perspectrum.traced import Tokens, token_types
 
 #: The file beside the Hugging Face weights that holds what perspectrum needs to use
 #: the model: task, input length, tuned thresholds, training facts and metrics.
@@ -164,16 +163,17 @@ class CrossEncoderModel:
         tokenizer: its transformers tokenizer (``None`` with ``copy``); kept for :meth:`write`.
         meta: the model's ``perspectrum.json``.
         quantize: run the linear layers in int8.
-        copy: a traced copy to run instead, with ``tokens`` to feed it.
+        copy: a traced copy to run instead, with ``tokens`` (required with it) to feed it.
     """
 
     def __init__(self, model: Any, tokenizer: Any, meta: dict[str, Any], quantize: bool = True,
-                 copy: Any = None, tokens: Tokens | None = None) -> None:
+                 copy: Any = None, tokens: traced.Tokens | None = None) -> None:
         self.meta = meta
         self.tokenizer = tokenizer
-        self.int8 = quantize
         self._float_model = model
-        if copy is not None and tokens is not None:
+        if copy is not None:
+            if tokens is None:
+                raise ValueError("a traced copy needs the tokens that feed it")
             self.model, self.tokens = copy, tokens
             self._logits: Callable[[dict[str, Any]], Any] = lambda encoded: copy(*encoded.values())
         else:
@@ -184,7 +184,7 @@ class CrossEncoderModel:
                     warnings.simplefilter("ignore")
                     model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
             self.model = model
-            self.tokens = Tokens.of(tokenizer, self.max_length, token_types(model.config.to_dict()))
+            self.tokens = traced.Tokens.of(tokenizer, self.max_length, traced.token_types(model.config.to_dict()))
             self._logits = lambda encoded: model(**encoded).logits
         self._lock = threading.Lock()
 
@@ -203,13 +203,15 @@ class CrossEncoderModel:
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            max_length = int(meta["params"]["max_length"])
         except json.JSONDecodeError as exc:
-            raise PerspectrumError(f"{meta_path.parent} has a file that is not valid JSON ({exc.msg})") from None
+            raise PerspectrumError(f"{folder} has a file that is not valid JSON ({exc.msg})") from None
+        except (KeyError, TypeError, ValueError):
+            raise PerspectrumError(f"{meta_path} has no params.max_length: retrain the model") from None
         quantize = quantize and meta.get("quantize", True)
-        max_length = int(meta["params"]["max_length"])
         copy = traced.load(folder, quantize)
         if copy is not None:
-            tokens = Tokens.from_folder(folder, max_length, token_types(config))
+            tokens = traced.Tokens.from_folder(folder, max_length, traced.token_types(config))
             return cls(None, None, meta, quantize, copy=copy, tokens=tokens)
         AutoModelForSequenceClassification, AutoTokenizer = transformers_classes(
             "AutoModelForSequenceClassification", "AutoTokenizer")
