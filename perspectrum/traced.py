@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from perspectrum._io import atomic_write
+from perspectrum._progress import say
 
 #: Bumped when what a cached copy holds changes, so old copies are not reused.
 FORMAT = 1
@@ -43,6 +44,10 @@ _CHECK_TEXTS = [("Voting should be compulsory", "When everyone must vote, the re
                 ("Social media does more harm than good", "It spreads misinformation quickly [SEP] and widely."),
                 ("a", "b"), ("Nuclear power", "Waste stays dangerous for thousands of years.")]
 
+
+
+#: Whether this process has said that it is making copies (said once, not per model).
+_announced = False
 
 
 def cache_dir() -> Path:
@@ -174,6 +179,10 @@ def trace(folder: Path, quantize: bool, model: Any, tokens: Tokens, output: str,
         return tuple(encoded[name] for name in names)
 
     path = _key(folder, quantize)
+    global _announced
+    if not _announced:
+        say(f"making traced copies of the models in {cache_dir()} for fast starts (once per model, seconds each)")
+        _announced = True
     wrapper = Positional().eval()
     try:
         with torch.inference_mode(), warnings.catch_warnings():

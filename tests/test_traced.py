@@ -95,6 +95,7 @@ def test_a_process_with_a_copy_never_imports_transformers(model_dir, empty_cache
     imported, scores = json.loads(run.stdout)
     assert not imported and np.allclose(scores, expected, atol=1e-6)
     assert "Warning" not in run.stderr  # torch's int8 deprecation notice stays quiet
+    assert "making traced copies" not in run.stderr  # the copy was there: nothing to announce
 
 
 def test_damaged_copy_is_ignored_and_made_again(model_dir, empty_cache) -> None:
