@@ -14,6 +14,10 @@ made of the model folder, its files' names, sizes and modification times, the to
 version and the int8 flag: retraining a model (new files) or upgrading torch makes a
 new copy, and the superseded one for the same folder is deleted. Anything that fails
 (tracing, a mismatch, an unreadable copy) falls back to the transformers model.
+
+TorchScript is deprecated in favour of ``torch.export``, but reading an exported program
+imports another ~1 s of torch (sympy, dynamo), half of what this saves. torch is pinned,
+and a torch that can no longer read or trace a copy only costs the fallback's speed.
 """
 
 from __future__ import annotations
@@ -43,8 +47,6 @@ _CHECK_TEXTS = [("Voting should be compulsory", "When everyone must vote, the re
                 ("Homework should be abolished", "Children lose play time."),
                 ("Social media does more harm than good", "It spreads misinformation quickly [SEP] and widely."),
                 ("a", "b"), ("Nuclear power", "Waste stays dangerous for thousands of years.")]
-
-
 
 #: Whether this process has said that it is making copies (said once, not per model).
 _announced = False
