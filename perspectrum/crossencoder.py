@@ -18,7 +18,7 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -175,7 +175,6 @@ class CrossEncoderModel:
             if tokens is None:
                 raise ValueError("a traced copy needs the tokens that feed it")
             self.model, self.tokens = copy, tokens
-            self._logits: Callable[[dict[str, Any]], Any] = lambda encoded: copy(*encoded.values())
         else:
             import torch
 
@@ -185,7 +184,7 @@ class CrossEncoderModel:
                     model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
             self.model = model
             self.tokens = traced.Tokens.of(tokenizer, self.max_length, traced.token_types(model.config.to_dict()))
-            self._logits = lambda encoded: model(**encoded).logits
+        self._logits = traced.forward(copy, self.model, "logits")
         self._lock = threading.Lock()
 
     @classmethod

@@ -69,14 +69,14 @@ class MeanPooled:
         self.hidden_size = int(config["hidden_size"])
         self.tokens = traced.Tokens.from_folder(path, max_length, traced.token_types(config))
         copy = traced.load(path, quantize=False)
+        model = None
         if copy is None:
             (AutoModel,) = transformers_classes("AutoModel")
             model = AutoModel.from_pretrained(str(path)).eval()
             copy = traced.trace(path, False, model, self.tokens, "last_hidden_state", pairs=False)
         #: The transformer's last hidden states for tokenised inputs: the traced copy
         #: where there is one (no transformers import), else the model itself.
-        self._hidden = ((lambda encoded: copy(*encoded.values())) if copy is not None
-                        else (lambda encoded: model(**encoded).last_hidden_state))
+        self._hidden = traced.forward(copy, model, "last_hidden_state")
 
     @classmethod
     def fits(cls, path: Path) -> int | None:

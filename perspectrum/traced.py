@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +149,14 @@ def load(folder: Path, quantize: bool) -> Any | None:
         return _quiet_jit_load(path)
     except Exception:  # noqa: BLE001 - a bad cache entry must never stop scoring
         return None
+
+
+def forward(copy: Any, model: Any, output: str) -> Callable[[dict[str, Any]], Any]:
+    """The forward pass to run on tokenised inputs: the copy where there is one (it takes
+    the tensors by position), else the model's ``output`` field (by keyword)."""
+    if copy is not None:
+        return lambda encoded: copy(*encoded.values())
+    return lambda encoded: getattr(model(**encoded), output)
 
 
 def trace(folder: Path, quantize: bool, model: Any, tokens: Tokens, output: str,
