@@ -348,8 +348,9 @@ class Pool:
         """A pool of your own: one JSON object per line with ``id`` and ``text``.
 
         Ids may be strings or integers (kept as given, so hits map back to your
-        records; if some are strings, all become strings). Blank lines are skipped. Any line that is not a JSON object with a
-        non-empty ``text`` and a new ``id`` is a one-line error naming the file and line.
+        records; if some are strings, all become strings). Blank lines are skipped. Any
+        line that is not a JSON object with a non-empty ``text`` and a new ``id`` is a
+        one-line error naming the file and line.
         """
         path = Path(path).expanduser()
         if not path.is_file():
