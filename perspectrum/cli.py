@@ -7,7 +7,6 @@ line on stderr with exit code 1; Typer's own usage errors exit with code 2.
 from __future__ import annotations
 
 import json
-import os
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -17,11 +16,10 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from perspectrum.config import DEFAULT_INDEX_DIR
+from perspectrum import config as folders
+from perspectrum.config import DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR, INDEX_ENV, MODELS_ENV
 from perspectrum.errors import PerspectrumError
 
-INDEX_ENV = "PERSPECTRUM_INDEXES"
-MODELS_ENV = "PERSPECTRUM_MODELS"
 
 
 class _Group(TyperGroup):
@@ -62,7 +60,7 @@ IndexDir = Annotated[
 
 ModelsDir = Annotated[
     Optional[Path],
-    typer.Option("--models-dir", help=f"Where trained models live [default: ${MODELS_ENV} or ./models]."),
+    typer.Option("--models-dir", help=f"Where trained models live [default: ${MODELS_ENV} or ./{DEFAULT_MODELS_DIR}]."),
 ]
 
 JsonOut = Annotated[Optional[Path], typer.Option("--json", help="Write the full result as JSON here.")]
@@ -110,13 +108,11 @@ class Split(str, Enum):
 def _store(index_dir: Path | None) -> Any:
     from perspectrum.index import IndexStore
 
-    return IndexStore(index_dir or Path(os.environ.get(INDEX_ENV, DEFAULT_INDEX_DIR)))
+    return IndexStore(folders.index_dir(index_dir))
 
 
 def _models_dir(models_dir: Path | None) -> Path:
-    from perspectrum.models import DEFAULT_MODELS_DIR
-
-    return models_dir or Path(os.environ.get(MODELS_ENV, DEFAULT_MODELS_DIR))
+    return folders.models_dir(models_dir)
 
 
 def _pool(dataset: Any, store: Any, name: str) -> Any:
@@ -294,10 +290,10 @@ def discover(
     own = _own_pools(perspectives, evidence)
     store = _store(index_dir)
     if own is None:
-        pipe = Pipeline.load(data_dir, store.root, _models_dir(models_dir), verify=not no_verify, show_progress=True)
+        pipe = Pipeline.load(data_dir, store.root, models_dir, verify=not no_verify, show_progress=True)
     else:
-        pipe = Pipeline.from_pools(*own, index_dir=store.root, models_dir=_models_dir(models_dir),
-                                   data_dir=data_dir, show_progress=True)
+        pipe = Pipeline.from_pools(*own, index_dir=store.root, models_dir=models_dir, data_dir=data_dir,
+                                   show_progress=True)
     if explain:  # so the stage timings are the steady state, not the models' loading
         pipe.warm_up()
     result = pipe.discover(claim, top=top, evidence=not no_evidence, explain=explain)
@@ -306,7 +302,10 @@ def discover(
         return
     from perspectrum.display import debate, explain as explained
 
-    console.print(debate(result))
+    if result.notice:
+        console.print(result.notice, markup=False, highlight=False)
+    else:
+        console.print(debate(result))
     if explain:
         for part in explained(result):
             console.print(part)

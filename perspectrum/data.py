@@ -24,6 +24,8 @@ from perspectrum.errors import PerspectrumError
 
 DATA_ENV = "PERSPECTRUM_DATA"
 SPLITS = ("train", "dev", "test")
+#: A gold cluster: (claim id, index of the cluster within the claim).
+ClusterKey = tuple[int, int]
 STANCES = ("SUPPORT", "UNDERMINE")
 
 CLAIMS_FILE = "perspectrum_with_answers_v1.0.json"

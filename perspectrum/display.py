@@ -17,7 +17,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from perspectrum.pipeline import DiscoveredPerspective, Discovery, EvidenceHit
+from perspectrum.results import DiscoveredPerspective, Discovery, EvidenceHit
 
 #: Characters of paragraph shown on either side of the highlighted window.
 CONTEXT = 100

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from perspectrum.crossencoder import SEP, Pair
-from perspectrum.data import Claim, Cluster, Dataset
-from perspectrum.eval.metrics import ClusterKey
+from perspectrum.data import Claim, Cluster, ClusterKey, Dataset
 from perspectrum.text import windows
 
 

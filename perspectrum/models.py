@@ -20,7 +20,6 @@ from perspectrum.crossencoder import META_FILE, CrossEncoderModel
 from perspectrum.errors import PerspectrumError
 
 TASKS = ("relevance", "stance", "equivalence", "evidence")
-DEFAULT_MODELS_DIR = Path("models")
 
 #: What each model reads and says, for the card.
 PURPOSE = {

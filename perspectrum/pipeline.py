@@ -1,59 +1,60 @@
 """Claim in, substantiated perspectives out: the discovery pipeline.
 
-Stages, each batched over every claim of a call (so :meth:`Pipeline.discover_many`
-makes one model call per stage for a whole batch):
+:class:`Pipeline` composes the stages of :mod:`perspectrum.stages`, each batched over
+every claim of a call (so :meth:`Pipeline.discover_many` makes one model call per stage
+for a whole batch):
 
 1. **retrieve** — hybrid (BM25 + dense, RRF) top-``candidates`` of the perspective pool.
-2. **relevance** — each candidate scored by the relevance model, blended with its dense
-   cosine to the claim, kept above a dev-tuned cut (a fraction of the claim's best), at
-   most ``max_perspectives``.
-3. **cluster** — every pair of kept perspectives scored by the equivalence model
-   (claim-conditioned) and blended with their cosine; scikit-learn's average-linkage
-   agglomerative clustering cuts at the dev-tuned distance. The most relevant member
-   represents its cluster.
-4. **stance** — P(support) of each cluster's representative (a cluster shares one stance;
-   ``stance_members="all"`` averages over the members instead, which scored the same on dev).
-5. **evidence** — for each cluster, the evidence ranker (or light head) scores the hybrid
-   top paragraphs for claim + paraphrases against every sibling cluster; a dev-tuned cut
-   on its probability keeps the cluster's evidence.
-6. **verify** — the window model reads the 3-sentence windows (every other start, so
-   every sentence is covered, as in evaluation) of the top ``verify_top`` kept
-   paragraphs per cluster and marks the best one (what the CLI highlights). Verifying
-   every kept paragraph moved dev T4 by only +0.3 F1 at several times the cost, so
-   selection is the ranker's and the windows explain it.
+2. **relevance** — the relevance model blended with the dense cosine, cut as tuned on
+   dev, at most ``max_perspectives``; nothing under an absolute floor (an off-topic
+   claim gets an empty answer and a notice).
+3. **stance** — P(support) of every kept perspective.
+4. **cluster** — equivalence model blended with cosine, average linkage, never joining
+   perspectives of confidently opposite stance.
+5. **expand** — each cluster's paraphrases from the pool (when tuned on).
+6. **evidence** — the evidence ranker (or light head) per cluster, against its siblings.
+7. **verify** — the best 3-sentence window of each cluster's top paragraph.
 
-Which models answer is decided once, lazily: the fine-tuned ones in ``models/`` when all
-four are there, else light heads on frozen MiniLM embeddings (trained on the first run).
+Which models answer is decided once, lazily: a :class:`~perspectrum.scorers.Scorers`
+handed in, else the fine-tuned ones in ``models/`` when all four are there, else light
+heads on frozen MiniLM embeddings (trained on the first run).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from perspectrum import config as folders
 from perspectrum._progress import say
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.trained import EVIDENCE_STRIDE, average_linkage, keep
 from perspectrum.index import IndexStore
-from perspectrum.ranker import Debate
-from perspectrum.scorers import STAGES, Scorers
+from perspectrum.results import (
+    SCHEMA_VERSION,
+    DiscoveredPerspective,
+    Discovery,
+    EvidenceHit,
+    Phrasing,
+    confidence,
+)
+from perspectrum.scorers import Scorers, tuned_settings
 from perspectrum.search import HybridSearcher
+from perspectrum.stages import EVIDENCE_STAGES, ORDER, ClaimState, Context, Stage, configure
+
+__all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery", "EvidenceHit", "Phrasing",
+           "Pipeline", "PipelineConfig", "check_claim", "own_store"]
 
 #: Longest claim accepted, in characters (claims in PERSPECTRUM are under 300).
 MAX_CLAIM_CHARS = 1000
-#: Version of :meth:`Discovery.to_dict`'s layout; bumped on any incompatible change.
-SCHEMA_VERSION = 1
 LIGHT_FOLDER = "light"
+#: Stage names, in running order (the keys of settings, overrides and timings).
+STAGE_NAMES = tuple(stage.name for stage in ORDER)
 
 
 class ClaimError(PerspectrumError):
@@ -78,181 +79,75 @@ def check_claim(claim: Any) -> str:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """Every stage's parameters in one place.
+    """The structural settings, and per-stage changes to the dev-tuned ones.
 
-    Cut-offs (``overrides``) default to the values tuned on dev for the loaded models
-    and stored beside them (``models/<task>/perspectrum.json`` or ``models/light/``);
-    pass ``{"relevance": {"threshold": 0.8}}`` to override one. The structural
-    defaults below were chosen on dev for speed at no loss of T1–T5 (see the README).
+    Cut-offs default to the values tuned on dev for the loaded models and stored beside
+    them (``models/<task>/perspectrum.json``, ``models/pipeline.json``, or
+    ``models/light/``); ``overrides`` changes any stage's setting by name, e.g.
+    ``{"relevance": {"threshold": 0.8}, "expand": {"neighbours": 0}}``. Unknown stages,
+    unknown keys and values of the wrong type are one-line errors.
 
     Attributes:
-        candidates: perspectives retrieved per claim and read by the relevance model
-            (hybrid top-50 holds ~80 % of dev gold clusters).
+        candidates: perspectives retrieved per claim and read by the relevance model.
         max_perspectives: at most this many kept per claim, whatever the relevance cut
-            allows. Clustering reads every pair, so the slowest claims were those with
-            many; on dev, 30 instead of 50 gave end-to-end T5 21.6 vs 21.1 at 1.38 vs
-            1.55 s per claim (20 gave 20.1).
+            allows (clustering reads every pair among them).
         evidence_depth: paragraphs retrieved per cluster for the evidence ranker (20,
             the depth it was trained at).
         verify_top: kept paragraphs per cluster whose windows the window model reads.
-        stance_members: ``"representative"`` reads only the representative's stance;
-            ``"all"`` averages P(support) over a cluster's members. On dev they scored
-            the same end to end (T2 80.2 vs 80.0 on found pairs), and one MPNet pass
-            per cluster is a third faster.
-        overrides: per-stage changes to the dev-tuned cut-offs (keys as in
-            :mod:`perspectrum.scorers`).
+        overrides: per-stage changes, keyed by stage name (:data:`STAGE_NAMES`).
     """
 
     candidates: int = 50
     max_perspectives: int = 30
     evidence_depth: int = 20
     verify_top: int = 1
-    stance_members: str = "representative"
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        numbers = (self.candidates, self.max_perspectives, self.evidence_depth, self.verify_top)
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+            raise PerspectrumError("candidates, max_perspectives, evidence_depth and verify_top must be whole numbers")
         if min(self.candidates, self.max_perspectives, self.evidence_depth) < 1 or self.verify_top < 0:
             raise PerspectrumError("candidates, max_perspectives and evidence_depth must be ≥ 1, verify_top ≥ 0")
-        if self.stance_members not in ("all", "representative"):
-            raise PerspectrumError("stance_members must be 'all' or 'representative'")
-        unknown = set(self.overrides) - set(STAGES)
+        unknown = set(self.overrides) - set(STAGE_NAMES)
         if unknown:
-            raise PerspectrumError(f"unknown stage(s) in overrides: {', '.join(sorted(unknown))}")
+            raise PerspectrumError(f"unknown stage(s) in overrides: {', '.join(sorted(map(str, unknown)))} "
+                                   f"(stages: {', '.join(STAGE_NAMES)})")
 
     def settings(self, tuned: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-        """The dev-tuned cut-offs with this config's overrides applied (and the relevance
-        cap no larger than ``max_perspectives``)."""
-        out = {stage: {**tuned[stage], **self.overrides.get(stage, {})} for stage in STAGES}
+        """Every stage's settings: structural defaults, the dev-tuned values, then the overrides.
+
+        ``tuned`` is :func:`perspectrum.scorers.tuned_settings` of the loaded models.
+        The relevance cap is never above ``max_perspectives``, and the expand stage
+        uses the cluster stage's blend and threshold unless overridden.
+        """
+        out: dict[str, dict[str, Any]] = {
+            "retrieve": {"candidates": self.candidates},
+            "relevance": dict(tuned["relevance"]),
+            "stance": dict(tuned["stance"]),
+            "cluster": dict(tuned["cluster"]),
+            "expand": dict(tuned["expand"]),
+            "evidence": {**tuned["evidence"], "depth": self.evidence_depth},
+            "verify": {"top": self.verify_top},
+        }
+        for stage, changes in self.overrides.items():
+            out[stage].update(changes)
         out["relevance"]["k"] = min(out["relevance"]["k"], self.max_perspectives)
+        for key in ("weight", "threshold"):
+            out["expand"].setdefault(key, out["cluster"][key])
         return out
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "overrides": {k: dict(v) for k, v in self.overrides.items()}}
 
 
-# ------------------------------------------------------------------------- results
 @dataclass(frozen=True)
-class Phrasing:
-    """One perspective sentence of the pool and its relevance to the claim."""
+class _Ready:
+    """What the first call loads: the stages (with their settings) and what they read."""
 
-    id: int | str
-    text: str
-    relevance: float
-
-
-@dataclass(frozen=True)
-class EvidenceHit:
-    """A paragraph backing a perspective, with its best 3-sentence window when verified.
-
-    ``window_start``/``window_end`` are character offsets of the window in ``text``
-    (``None`` when the paragraph was not verified or the window could not be placed).
-    """
-
-    id: int | str
-    text: str
-    probability: float
-    window: str | None = None
-    window_score: float | None = None
-    window_start: int | None = None
-    window_end: int | None = None
-
-
-@dataclass(frozen=True)
-class DiscoveredPerspective:
-    """A cluster of equivalent perspectives: its representative, stance and evidence.
-
-    ``stance_confidence`` rescales P(support) around the dev-tuned threshold: 0.5 at
-    the threshold, 1.0 at 0 or 1, so it reads the same for either stance.
-    """
-
-    text: str
-    id: int | str
-    stance: str
-    support_probability: float
-    stance_confidence: float
-    relevance: float
-    phrasings: tuple[Phrasing, ...]
-    evidence: tuple[EvidenceHit, ...]
-
-
-@dataclass(frozen=True)
-class Discovery:
-    """What :meth:`Pipeline.discover` returns for one claim; plain data, JSON-ready.
-
-    ``timings`` are seconds per stage (for :meth:`Pipeline.discover_many`, the batch's
-    time divided by its claims). ``trace`` (with ``explain=True``) holds every
-    candidate's scores and the settings used.
-    """
-
-    claim: str
-    system: str
-    perspectives: tuple[DiscoveredPerspective, ...]
-    timings: dict[str, float]
-    trace: dict[str, Any] | None = None
-
-    @property
-    def supporting(self) -> list[DiscoveredPerspective]:
-        return [p for p in self.perspectives if p.stance == "support"]
-
-    @property
-    def undermining(self) -> list[DiscoveredPerspective]:
-        return [p for p in self.perspectives if p.stance == "undermine"]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The stable JSON layout documented in the README (``schema`` = its version)."""
-        out = {"schema": SCHEMA_VERSION, **asdict(self)}
-        if out["trace"] is None:
-            del out["trace"]
-        return out
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
-
-
-# ------------------------------------------------------------------------- pipeline
-@dataclass
-class _Work:
-    """One claim's state as it passes through the stages."""
-
-    claim: str
-    candidates: list[tuple[int | str, float, float, float]] = field(default_factory=list)  # id, model, cos, blend
-    kept: list[tuple[int | str, float]] = field(default_factory=list)  # id, blended relevance
-    clusters: list[list[int]] = field(default_factory=list)  # indices into kept, best first
-    support: list[float] = field(default_factory=list)
-    evidence: list[list[EvidenceHit]] = field(default_factory=list)
-    pairs: list[dict[str, Any]] = field(default_factory=list)  # equivalence trace
-
-
-def _clusters(matrix: np.ndarray, threshold: float) -> list[list[int]]:
-    """Average-linkage clusters of a similarity matrix cut at distance 1 − threshold, in index order."""
-    n = len(matrix)
-    if n < 2:
-        return [[i] for i in range(n)]
-    labels = average_linkage(matrix, threshold)
-    groups: dict[int, list[int]] = {}
-    for i, label in enumerate(labels):
-        groups.setdefault(int(label), []).append(i)
-    return sorted(groups.values(), key=lambda g: g[0])
-
-
-def _place(paragraph: str, window: str) -> tuple[int | None, int | None]:
-    """Character span of a window (sentences joined by spaces) inside its paragraph."""
-    from perspectrum.text import sentences
-
-    parts = sentences(window)
-    if not parts:
-        return None, None
-    start = paragraph.find(parts[0])
-    end = paragraph.find(parts[-1], max(start, 0))
-    if start < 0 or end < 0:
-        return None, None
-    return start, end + len(parts[-1])
-
-
-def _confidence(p: float, threshold: float) -> float:
-    if p >= threshold:
-        return 0.5 + 0.5 * (p - threshold) / max(1e-9, 1.0 - threshold)
-    return 0.5 + 0.5 * (threshold - p) / max(1e-9, threshold)
+    stages: tuple[Stage, ...]
+    context: Context
+    settings: dict[str, dict[str, Any]]
 
 
 class Pipeline:
@@ -261,7 +156,9 @@ class Pipeline:
     Build one with :meth:`load` (PERSPECTRUM's pools) or :meth:`from_pools` (your own).
     Nothing heavy happens until the first call (or :meth:`warm_up`): indexes are opened
     (built if missing) and models loaded once, under a lock, so one pipeline serves
-    concurrent calls from many threads.
+    concurrent calls from many threads. ``scorers`` replaces the models with any object
+    of the :class:`~perspectrum.scorers.Scorers` protocol (the fine-tuned set, light
+    heads, or your own).
 
     Example:
         >>> pipe = Pipeline.load()
@@ -269,40 +166,45 @@ class Pipeline:
         >>> [p.text for p in found.supporting][:2]
     """
 
-    def __init__(self, perspectives: Pool, evidence: Pool, store: IndexStore, models_dir: str | Path,
+    def __init__(self, perspectives: Pool, evidence: Pool, store: IndexStore, models_dir: str | Path | None = None,
                  config: PipelineConfig | None = None, data_dir: str | Path | None = None,
-                 show_progress: bool = False, data_store: IndexStore | None = None) -> None:
+                 show_progress: bool = False, data_store: IndexStore | None = None,
+                 scorers: Scorers | None = None) -> None:
         self.perspectives = perspectives
         self.evidence_pool = evidence
         self.store = store
         #: PERSPECTRUM's own indexes, which light heads are trained with (own pools have another store)
         self.data_store = data_store or store
-        self.models_dir = Path(models_dir)
+        self.models_dir = folders.models_dir(models_dir)
         self.config = config or PipelineConfig()
         self.data_dir = data_dir
         self.show_progress = show_progress
-        self._perspective_text = dict(zip(perspectives.ids, perspectives.texts))
-        self._evidence_text = dict(zip(evidence.ids, evidence.texts))
+        self._scorers_given = scorers
         self._lock = threading.Lock()
-        self._ready: tuple[HybridSearcher, Any, Scorers, dict[str, dict[str, Any]]] | None = None
+        self._ready: _Ready | None = None
 
     @classmethod
-    def load(cls, data_dir: str | Path | None = None, index_dir: str | Path = "indexes",
-             models_dir: str | Path = "models", config: PipelineConfig | None = None, verify: bool = True,
-             show_progress: bool = False) -> Pipeline:
+    def load(cls, data_dir: str | Path | None = None, index_dir: str | Path | None = None,
+             models_dir: str | Path | None = None, config: PipelineConfig | None = None, verify: bool = True,
+             show_progress: bool = False, scorers: Scorers | None = None) -> Pipeline:
         """A pipeline over PERSPECTRUM's perspective and evidence pools (read from
-        ``data_dir`` or ``$PERSPECTRUM_DATA``, checksums verified unless ``verify=False``)."""
+        ``data_dir`` or ``$PERSPECTRUM_DATA``, checksums verified unless ``verify=False``).
+
+        Folders resolve as the CLI's do: ``index_dir`` or ``$PERSPECTRUM_INDEXES`` or
+        ``./indexes``; ``models_dir`` or ``$PERSPECTRUM_MODELS`` or ``./models``.
+        """
         from perspectrum.data import load_dataset
 
         dataset = load_dataset(data_dir, verify=verify)
         return cls(Pool.from_dataset(dataset, "perspectives"), Pool.from_dataset(dataset, "evidence"),
-                   IndexStore(index_dir), models_dir, config, data_dir, show_progress)
+                   IndexStore(folders.index_dir(index_dir)), models_dir, config, data_dir, show_progress,
+                   scorers=scorers)
 
     @classmethod
     def from_pools(cls, perspectives: Pool | str | Path, evidence: Pool | str | Path,
-                   index_dir: str | Path = "indexes", models_dir: str | Path = "models",
+                   index_dir: str | Path | None = None, models_dir: str | Path | None = None,
                    config: PipelineConfig | None = None, data_dir: str | Path | None = None,
-                   show_progress: bool = False) -> Pipeline:
+                   show_progress: bool = False, scorers: Scorers | None = None) -> Pipeline:
         """A pipeline over your own sentences and paragraphs (pools or JSONL files of
         ``{"id", "text"}``).
 
@@ -313,14 +215,17 @@ class Pipeline:
         pools = [p if isinstance(p, Pool) else Pool.from_jsonl(p, name)
                  for p, name in ((perspectives, "perspectives"), (evidence, "evidence"))]
         pools = [Pool(name, p.ids, p.texts) for p, name in zip(pools, ("perspectives", "evidence"))]
-        return cls(*pools, own_store(index_dir, *pools), models_dir, config, data_dir, show_progress,
-                   data_store=IndexStore(index_dir))
+        root = folders.index_dir(index_dir)
+        return cls(*pools, own_store(root, *pools), models_dir, config, data_dir, show_progress,
+                   data_store=IndexStore(root), scorers=scorers)
 
     # --------------------------------------------------------------- loading
     def _scorers(self) -> Scorers:
-        from perspectrum.light import LightScorers, train_light
+        from perspectrum.light import LightScorers
         from perspectrum.scorers import TrainedScorers, models_present
 
+        if self._scorers_given is not None:
+            return self._scorers_given
         if models_present(self.models_dir):
             return TrainedScorers(self.models_dir, self.store, self.evidence_pool)
         light = self.models_dir / LIGHT_FOLDER
@@ -329,37 +234,43 @@ class Pipeline:
         say(f"no fine-tuned models in {self.models_dir}: training light heads on frozen MiniLM embeddings "
             "(a few minutes, once); run `perspectrum train all` for the accurate models")
         from perspectrum.data import load_dataset
+        from perspectrum.light_training import train_light
 
         started = time.perf_counter()
         train_light(load_dataset(self.data_dir, verify=False), self.data_store, light, show_progress=self.show_progress)
         say(f"light heads trained in {time.perf_counter() - started:.0f} s, saved to {light}")
         return LightScorers.load(light, self.store, self.evidence_pool)
 
-    def _get(self) -> tuple[HybridSearcher, Any, Scorers, dict[str, dict[str, Any]]]:
+    def _get(self) -> _Ready:
         with self._lock:
             if self._ready is None:
                 bm25 = self.store.open(self.perspectives, "bm25", show_progress=self.show_progress)
                 dense = self.store.open(self.perspectives, "dense", show_progress=self.show_progress)
                 scorers = self._scorers()
-                self._ready = (HybridSearcher(bm25, dense), dense, scorers, self.config.settings(scorers.settings))
+                settings = self.config.settings(tuned_settings(scorers))
+                stages = tuple(configure(stage, settings[stage.name]) for stage in ORDER)
+                context = Context(scorers, HybridSearcher(bm25, dense), dense,
+                                  dict(zip(self.perspectives.ids, self.perspectives.texts)),
+                                  dict(zip(self.evidence_pool.ids, self.evidence_pool.texts)))
+                self._ready = _Ready(stages, context, settings)
             return self._ready
 
     def warm_up(self) -> None:
         """Open every index and load every model now, not on the first call (for servers)."""
-        _, dense, scorers, _ = self._get()
-        dense.encoder.encode(["warm up"])
-        if hasattr(scorers, "load_all"):
-            scorers.load_all()
+        ready = self._get()
+        ready.context.dense.encoder.encode(["warm up"])
+        if hasattr(ready.context.scorers, "load_all"):
+            ready.context.scorers.load_all()
 
     @property
     def system(self) -> str:
-        """``"trained"`` or ``"light"``: which models answer (loads them if needed)."""
-        return self._get()[2].kind
+        """``"trained"``, ``"light"`` or your scorers' ``kind``: which models answer (loads them if needed)."""
+        return self._get().context.scorers.kind
 
     @property
     def settings(self) -> dict[str, dict[str, Any]]:
-        """The cut-offs in use: dev-tuned, with the config's overrides."""
-        return self._get()[3]
+        """Every stage's settings in use: dev-tuned, with the config's overrides."""
+        return self._get().settings
 
     # --------------------------------------------------------------- discovery
     def discover(self, claim: str, top: int | None = None, evidence: bool = True,
@@ -377,159 +288,55 @@ class Pipeline:
         """
         if isinstance(claims, str):
             raise ClaimError("discover_many takes a list of claims, not one string")
-        if batch_size < 1:
-            raise PerspectrumError("batch_size must be at least 1")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise PerspectrumError("batch_size must be a whole number, at least 1")
+        if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 1):
+            raise PerspectrumError(f"top must be a whole number, at least 1, not {top!r}")
         texts = [check_claim(c) for c in claims]
-        if top is not None and top < 1:
-            raise PerspectrumError("top must be at least 1")
         out: list[Discovery] = []
         for start in range(0, len(texts), batch_size):
             out += self._batch(texts[start:start + batch_size], top, evidence, explain)
         return out
 
     def _batch(self, claims: list[str], top: int | None, with_evidence: bool, explain: bool) -> list[Discovery]:
-        hybrid, dense, scorers, settings = self._get()
-        work = [_Work(c) for c in claims]
+        ready = self._get()
+        states = [ClaimState(c) for c in claims]
         timings: dict[str, float] = {}
-
-        def timed(stage: str, run: Any) -> None:
+        for stage in ready.stages:
+            if stage.name in EVIDENCE_STAGES and not with_evidence:
+                continue
             started = time.perf_counter()
-            run()
-            timings[stage] = time.perf_counter() - started
-
-        timed("retrieve", lambda: self._retrieve(work, hybrid, dense))
-        timed("relevance", lambda: self._relevance(work, scorers, settings["relevance"]))
-        timed("cluster", lambda: self._cluster(work, scorers, dense, settings["equivalence"]))
-        timed("stance", lambda: self._stance(work, scorers))
-        if with_evidence:
-            timed("evidence", lambda: self._evidence(work, scorers, settings["evidence"]))
-            timed("verify", lambda: self._verify(work, scorers))
+            stage.run(states, ready.context)
+            timings[stage.name] = time.perf_counter() - started
         timings["total"] = sum(timings.values())
         share = {k: round(v / len(claims), 4) for k, v in timings.items()}
-        return [self._result(w, scorers, settings, share, top, with_evidence, explain) for w in work]
+        return [self._result(s, ready, share, top, with_evidence, explain) for s in states]
 
-    def _retrieve(self, work: list[_Work], hybrid: HybridSearcher, dense: Any) -> None:
-        queries = [w.claim for w in work]
-        vectors = dense.encoder.encode(queries)
-        depth = max(self.config.candidates, hybrid.params.depth)
-        runs = hybrid.fuse(hybrid.lexical.batch_search(queries, depth), dense.search_vectors(vectors, depth),
-                           self.config.candidates)
-        for w, run, vector in zip(work, runs, vectors):
-            ids = [h.doc_id for h in run]
-            cosines = dense.vectors(ids) @ vector if ids else np.zeros(0)
-            w.candidates = [(d, 0.0, float(c), 0.0) for d, c in zip(ids, cosines)]
-
-    def _relevance(self, work: list[_Work], scorers: Scorers, setting: Mapping[str, Any]) -> None:
-        pairs = [(w.claim, self._perspective_text[d]) for w in work for d, *_ in w.candidates]
-        scores = iter(scorers.relevance(pairs))
-        weight = setting["weight"]
-        for w in work:
-            w.candidates = [(d, float(m), c, weight * float(m) + (1 - weight) * c)
-                            for (d, _, c, _), m in zip(w.candidates, scores)]
-            ranked = sorted(((b, d) for d, _, _, b in w.candidates), key=lambda x: (-x[0], str(x[1])))
-            blended = {d: b for b, d in ranked}
-            w.kept = [(d, blended[d]) for d in keep(ranked, setting)]
-
-    def _cluster(self, work: list[_Work], scorers: Scorers, dense: Any, setting: Mapping[str, Any]) -> None:
-        weight, threshold = setting["weight"], setting["threshold"]
-        cosines = []
-        for w in work:
-            vectors = dense.vectors([d for d, _ in w.kept]) if w.kept else np.zeros((0, 1))
-            cosines.append((vectors @ vectors.T).astype(np.float64))
-        triples, where = [], []
-        for n, w in enumerate(work):
-            for i, j in combinations(range(len(w.kept)), 2):
-                # a pair the model could not lift to the threshold even at 1.0 is not worth
-                # a forward pass: it keeps model score 0 (what such pairs score anyway)
-                if weight + (1 - weight) * cosines[n][i, j] < threshold:
-                    continue
-                triples.append((w.claim, self._perspective_text[w.kept[i][0]], self._perspective_text[w.kept[j][0]]))
-                where.append((n, i, j))
-        scores = scorers.equivalence(triples)
-        matrices = [(1 - weight) * cosine for cosine in cosines]
-        for (n, i, j), score in zip(where, scores):
-            value = matrices[n][i, j] + weight * float(score)
-            matrices[n][i, j] = matrices[n][j, i] = value
-            work[n].pairs.append({"a": work[n].kept[i][0], "b": work[n].kept[j][0], "model": round(float(score), 4),
-                                  "similarity": round(value, 4)})
-        for w, matrix in zip(work, matrices):
-            np.fill_diagonal(matrix, 1.0)
-            # kept is most relevant first, so each cluster's first index is its representative
-            w.clusters = _clusters(matrix, threshold)
-
-    def _stance(self, work: list[_Work], scorers: Scorers) -> None:
-        pairs, owner = [], []
-        for n, w in enumerate(work):
-            for c, members in enumerate(w.clusters):
-                chosen = members if self.config.stance_members == "all" else members[:1]
-                pairs += [(w.claim, self._perspective_text[w.kept[i][0]]) for i in chosen]
-                owner += [(n, c)] * len(chosen)
-        scores = scorers.stance(pairs)
-        sums: dict[tuple[int, int], list[float]] = {}
-        for key, score in zip(owner, scores):
-            sums.setdefault(key, []).append(float(score))
-        for n, w in enumerate(work):
-            w.support = [float(np.mean(sums[(n, c)])) for c in range(len(w.clusters))]
-
-    def _evidence(self, work: list[_Work], scorers: Scorers, setting: Mapping[str, Any]) -> None:
-        debates = {n: Debate(w.claim, tuple(tuple(self._perspective_text[w.kept[i][0]] for i in members)
-                                            for members in w.clusters))
-                   for n, w in enumerate(work) if w.clusters}
-        keys, probs = scorers.evidence(debates)
-        ranked: dict[tuple[int, int], list[tuple[float, Any]]] = {}
-        for (n, c, doc_id), p in zip(keys, probs):
-            ranked.setdefault((n, c), []).append((float(p), doc_id))
-        for n, w in enumerate(work):
-            w.evidence = []
-            for c in range(len(w.clusters)):
-                run = sorted(ranked.get((n, c), []), key=lambda x: (-x[0], str(x[1])))
-                prob = {d: p for p, d in run}
-                w.evidence.append([EvidenceHit(d, self._evidence_text[d], round(prob[d], 4))
-                                   for d in keep(run, setting)])
-
-    def _verify(self, work: list[_Work], scorers: Scorers) -> None:
-        from perspectrum.text import windows
-
-        triples, owner = [], []
-        for n, w in enumerate(work):
-            for c, hits in enumerate(w.evidence):
-                representative = self._perspective_text[w.kept[w.clusters[c][0]][0]]
-                for h, hit in enumerate(hits[:self.config.verify_top]):
-                    for window in windows(hit.text, stride=EVIDENCE_STRIDE):
-                        triples.append((w.claim, representative, window))
-                        owner.append((n, c, h, window))
-        scores = scorers.windows(triples)
-        best: dict[tuple[int, int, int], tuple[float, str]] = {}
-        for (n, c, h, window), score in zip(owner, scores):
-            if (n, c, h) not in best or score > best[(n, c, h)][0]:
-                best[(n, c, h)] = (float(score), window)
-        for (n, c, h), (score, window) in best.items():
-            hit = work[n].evidence[c][h]
-            start, end = _place(hit.text, window)
-            work[n].evidence[c][h] = EvidenceHit(hit.id, hit.text, hit.probability, window, round(score, 4),
-                                                 start, end)
-
-    def _result(self, w: _Work, scorers: Scorers, settings: Mapping[str, Mapping[str, Any]],
-                timings: dict[str, float], top: int | None, with_evidence: bool, explain: bool) -> Discovery:
-        threshold = settings["stance"]["threshold"]
+    def _result(self, state: ClaimState, ready: _Ready, timings: dict[str, float], top: int | None,
+                with_evidence: bool, explain: bool) -> Discovery:
+        threshold = ready.settings["stance"]["threshold"]
+        text = ready.context.perspective_text
         found = []
-        for c, members in enumerate(w.clusters):
-            phrasings = tuple(Phrasing(w.kept[i][0], self._perspective_text[w.kept[i][0]], round(w.kept[i][1], 4))
-                              for i in members)
-            p = w.support[c]
+        for group in state.groups:
+            phrasings = tuple(Phrasing(m.id, text[m.id], round(m.relevance, 4),
+                                       None if m.support is None else round(m.support, 4))
+                              for m in (state.kept[i] for i in group.members))
+            p = group.support
             found.append(DiscoveredPerspective(
                 text=phrasings[0].text, id=phrasings[0].id, stance="support" if p >= threshold else "undermine",
-                support_probability=round(p, 4), stance_confidence=round(_confidence(p, threshold), 4),
+                support_probability=round(p, 4), stance_confidence=round(confidence(p, threshold), 4),
                 relevance=phrasings[0].relevance, phrasings=phrasings,
-                evidence=tuple(w.evidence[c]) if with_evidence else ()))
+                evidence=tuple(group.evidence) if with_evidence else ()))
         found.sort(key=lambda f: -f.relevance)
         trace = None
         if explain:
-            trace = {"settings": {k: dict(v) for k, v in settings.items()}, "config": self.config.to_dict(),
-                     "candidates": [{"id": d, "model": round(m, 4), "cosine": round(c, 4), "score": round(b, 4),
-                                     "kept": any(d == k for k, _ in w.kept)} for d, m, c, b in w.candidates],
-                     "pairs": w.pairs}
-        return Discovery(w.claim, scorers.kind, tuple(found[:top] if top else found), timings, trace)
+            kept = {m.id for m in state.kept if not m.added}
+            trace = {"settings": {k: dict(v) for k, v in ready.settings.items()}, "config": self.config.to_dict(),
+                     "candidates": [{"id": c.id, "model": round(c.model, 4), "cosine": round(c.cosine, 4),
+                                     "score": round(c.score, 4), "kept": c.id in kept} for c in state.candidates],
+                     "pairs": state.pairs}
+        return Discovery(state.claim, ready.context.scorers.kind, tuple(found[:top] if top else found), timings,
+                         trace, state.notice)
 
 
 def own_store(index_dir: str | Path, perspectives: Pool, evidence: Pool) -> IndexStore:

@@ -17,7 +17,13 @@ stance         ``threshold`` on P(support)
 equivalence    ``weight`` (model vs dense cosine), ``threshold`` (a pair is the same
                perspective at or above it; clusters are cut at distance 1 − threshold)
 evidence       ``relative``, ``threshold``, ``k``, ``min_keep`` on P(evidence)
+expand         ``neighbours`` (optional; pool paraphrases read per cluster, 0 = off)
 =============  =====================================================================
+
+The pipeline-level settings (the relevance ``floor``, the stance ``margin``, expand's
+``neighbours``) are chosen on dev for a whole set of models by ``perspectrum tune`` and
+stored beside them in ``pipeline.json`` (:data:`PIPELINE_FILE`); without it they default
+to :data:`PIPELINE_DEFAULTS` (no floor, strict stance split, no expansion).
 """
 
 from __future__ import annotations
@@ -34,9 +40,13 @@ from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.examples import claim_perspective_input, equivalence_input, evidence_input
 from perspectrum.index import IndexStore
-from perspectrum.ranker import Debate, EvidenceRanker, Featurizer, Key
+from perspectrum.ranker import DEPTH, Debate, EvidenceRanker, Featurizer, Key
 
 STAGES = ("relevance", "stance", "equivalence", "evidence")
+#: Settings chosen on dev for the pipeline as a whole, beside a set of models.
+PIPELINE_FILE = "pipeline.json"
+PIPELINE_DEFAULTS: dict[str, dict[str, Any]] = {"relevance": {"floor": 0.0}, "stance": {"margin": 0.0},
+                                                "expand": {"neighbours": 0}}
 #: (claim, perspective) · (claim, perspective 1, perspective 2) · (claim, perspective, window)
 Pair = tuple[str, str]
 Triple = tuple[str, str, str]
@@ -62,9 +72,9 @@ class Scorers(Protocol):
         """P(the two perspectives say the same thing about the claim)."""
         ...
 
-    def evidence(self, debates: Mapping[Any, Debate]) -> tuple[list[Key], np.ndarray]:
-        """Each cluster's candidate paragraphs, as (debate key, cluster index, paragraph
-        id), with P(the paragraph is that cluster's evidence)."""
+    def evidence(self, debates: Mapping[Any, Debate], depth: int = DEPTH) -> tuple[list[Key], np.ndarray]:
+        """Each cluster's top-``depth`` candidate paragraphs, as (debate key, cluster
+        index, paragraph id), with P(the paragraph is that cluster's evidence)."""
         ...
 
     def windows(self, triples: Sequence[Triple]) -> np.ndarray:
@@ -103,6 +113,7 @@ class TrainedScorers:
             "equivalence": {k: metas["equivalence"]["thresholds"][k] for k in ("weight", "threshold")},
             "evidence": {k: ranker_cut[k] for k in ("relative", "threshold", "k", "min_keep")},
         }
+        merge_pipeline_file(self.settings, self.models_dir)
         self._loaded: dict[str, Any] = {}
         self._lock = threading.Lock()
 
@@ -139,8 +150,8 @@ class TrainedScorers:
     def equivalence(self, triples: Sequence[Triple]) -> np.ndarray:
         return self._mean("equivalence", [equivalence_input(c, a, b) for c, a, b in triples])
 
-    def evidence(self, debates: Mapping[Any, Debate]) -> tuple[list[Key], np.ndarray]:
-        table = self._get("featurizer").table(debates)
+    def evidence(self, debates: Mapping[Any, Debate], depth: int = DEPTH) -> tuple[list[Key], np.ndarray]:
+        table = self._get("featurizer").table(debates, depth)
         return table.keys, self._get("ranker").score(table)
 
     def windows(self, triples: Sequence[Triple]) -> np.ndarray:
@@ -153,3 +164,36 @@ def models_present(models_dir: str | Path) -> bool:
     from perspectrum.models import TASKS
 
     return all((Path(models_dir) / task / META_FILE).is_file() for task in TASKS)
+
+
+def merge_pipeline_file(settings: dict[str, dict[str, Any]], folder: str | Path) -> None:
+    """Add the pipeline-level settings stored in ``folder/pipeline.json`` (if any) to ``settings``.
+
+    A file that cannot be read is a one-line error rather than silently ignored: it
+    holds choices (such as the relevance floor) that change what users are shown.
+    """
+    import json
+
+    path = Path(folder) / PIPELINE_FILE
+    if not path.is_file():
+        return
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))["settings"]
+        for stage, values in stored.items():
+            if stage not in PIPELINE_DEFAULTS or set(values) - set(PIPELINE_DEFAULTS[stage]):
+                raise ValueError(f"unexpected setting under {stage!r}")
+            settings.setdefault(stage, {}).update(values)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise PerspectrumError(f"{path} is damaged ({exc}): run `perspectrum tune` again or delete it") from None
+
+
+def tuned_settings(scorers: Scorers) -> dict[str, dict[str, Any]]:
+    """The dev-tuned settings of ``scorers`` keyed by pipeline stage, defaults filled in."""
+    tuned = scorers.settings
+    return {
+        "relevance": {**PIPELINE_DEFAULTS["relevance"], **tuned["relevance"]},
+        "stance": {**PIPELINE_DEFAULTS["stance"], **tuned["stance"]},
+        "cluster": dict(tuned["equivalence"]),
+        "expand": {**PIPELINE_DEFAULTS["expand"], **tuned.get("expand", {})},
+        "evidence": dict(tuned["evidence"]),
+    }

@@ -18,7 +18,8 @@ import pytest
 from perspectrum.data import Dataset, Pool, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.index import IndexStore
-from perspectrum.light import HEADS_FILE, META_FILE, SETTING_KEYS, LightScorers, train_light
+from perspectrum.light import HEADS_FILE, META_FILE, SETTING_KEYS, LightScorers
+from perspectrum.light_training import train_light
 from perspectrum.ranker import Debate
 from perspectrum.scorers import STAGES
 from tests.conftest import write_dataset

@@ -53,18 +53,22 @@ def test_json_schema_is_stable_and_round_trips(fresh) -> None:
     result = fresh[3].discover(CLAIM)
     data = json.loads(result.to_json())
     assert data["schema"] == 1 and data["claim"] == CLAIM and data["system"] == "light"
-    assert set(data) == {"schema", "claim", "system", "perspectives", "timings"}
+    assert set(data) == {"schema", "claim", "system", "perspectives", "timings", "notice"}
+    assert data["notice"] is None and data["perspectives"]
     for found in data["perspectives"]:
         assert set(found) == {"text", "id", "stance", "support_probability", "stance_confidence", "relevance",
                               "phrasings", "evidence"}
         assert found["stance"] in ("support", "undermine")
         assert 0.5 <= found["stance_confidence"] <= 1.0
         assert found["phrasings"][0]["id"] == found["id"] and found["text"] == PERSPECTIVES[found["id"]]
+        for phrasing in found["phrasings"]:
+            assert set(phrasing) == {"id", "text", "relevance", "support_probability"}
         for hit in found["evidence"]:
             assert set(hit) == {"id", "text", "probability", "window", "window_score", "window_start", "window_end"}
             if hit["window_start"] is not None:
                 assert hit["text"][hit["window_start"]:hit["window_end"]].startswith(hit["window"].split(".")[0])
-    assert set(data["timings"]) == {"retrieve", "relevance", "cluster", "stance", "evidence", "verify", "total"}
+    assert set(data["timings"]) == {"retrieve", "relevance", "stance", "cluster", "expand", "evidence", "verify",
+                                    "total"}
     relevance = [p["relevance"] for p in data["perspectives"]]
     assert relevance == sorted(relevance, reverse=True)
 

@@ -12,10 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 
-from perspectrum.data import Claim
-
-#: (claim id, index of the gold cluster within the claim)
-ClusterKey = tuple[int, int]
+from perspectrum.data import Claim, ClusterKey
 
 
 def f1(precision: float, recall: float) -> float:

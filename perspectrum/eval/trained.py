@@ -37,14 +37,13 @@ from perspectrum.index import IndexStore
 from perspectrum.models import TASKS, load_task, update_meta
 from perspectrum.ranker import Debate, EvidenceRanker, Featurizer
 from perspectrum.search import Hit, HybridSearcher
+from perspectrum.rules import EVIDENCE_STRIDE, average_linkage, blend, keep, ranked
 from perspectrum.text import windows
 
 #: Dense candidates per claim for T1 (cluster coverage 76.7% on test, foundation issue).
 RELEVANCE_DEPTH = 50
 #: Hybrid candidates per cluster for the evidence model's training negatives.
 EVIDENCE_DEPTH = 20
-#: Window stride when scoring: every sentence is still covered, ~40% fewer pairs.
-EVIDENCE_STRIDE = 2
 
 THRESHOLDS = tuple(round(float(t), 2) for t in np.arange(0.02, 0.99, 0.02))
 #: Relative cut-offs: keep what scores at least this fraction of the best candidate.
@@ -74,11 +73,8 @@ class Scored:
     def ranked(self, weight: float) -> dict[Any, list[tuple[float, int]]]:
         """Per group, (weight × model + (1 − weight) × retrieval, id), best first."""
         if weight not in self._ranked:
-            self._ranked[weight] = {
-                key: sorted(((weight * m + (1 - weight) * r, item) for item, m, r in candidates),
-                            key=lambda pair: (-pair[0], pair[1]))
-                for key, candidates in self.groups.items()
-            }
+            self._ranked[weight] = {key: ranked((item, blend(m, r, weight)) for item, m, r in candidates)
+                                    for key, candidates in self.groups.items()}
         return self._ranked[weight]
 
     def predict(self, setting: Mapping[str, Any]) -> dict[Any, list[int]]:
@@ -94,20 +90,6 @@ def _timed_score(model: CrossEncoderModel, pairs: Sequence[Pair], show_progress:
     if timing is not None and len(pairs):
         timing[description] = round(len(pairs) / (time.perf_counter() - start), 1)
     return scores
-
-
-def keep(ranked: Sequence[tuple[float, int]], setting: Mapping[str, Any]) -> list[int]:
-    """The ids a cut-off setting keeps from a ranking (see :meth:`Scored.ranked`).
-
-    With ``relative`` the floor is ``threshold`` × the best score (claims differ in how
-    many perspectives they have; a fixed floor cannot follow that), else ``threshold``
-    itself. At most ``k`` are kept, and at least the top ``min_keep``.
-    """
-    if not ranked:
-        return []
-    floor = setting["threshold"] * ranked[0][0] if setting["relative"] else setting["threshold"]
-    chosen = [item for score, item in ranked[:setting["k"]] if score >= floor]
-    return chosen if len(chosen) >= setting["min_keep"] else [item for _, item in ranked[:setting["min_keep"]]]
 
 
 def _cut_grid(caps: Sequence[int], weights: Sequence[float] = WEIGHTS) -> list[dict[str, Any]]:
@@ -214,15 +196,6 @@ def equivalence_scores(model: CrossEncoderModel, dataset: Dataset, claims: Seque
     for (cid, i, j), score in zip(keys, scores):
         out[cid][1][i, j] = out[cid][1][j, i] = score
     return out
-
-
-def average_linkage(matrix: np.ndarray, threshold: float) -> np.ndarray:
-    """Cluster labels of a similarity matrix (n ≥ 2): scikit-learn's average linkage cut at
-    distance 1 − ``threshold``. Evaluation and the pipeline cluster the same way."""
-    from sklearn.cluster import AgglomerativeClustering
-
-    return AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average",
-                                   distance_threshold=1.0 - threshold).fit_predict(1.0 - matrix)
 
 
 def equivalent_pairs(pids: Sequence[int], matrix: np.ndarray, method: str, threshold: float) -> set[tuple[int, int]]:

@@ -1,0 +1,216 @@
+"""Fitting the light heads of :mod:`perspectrum.light` and tuning their cut-offs on dev.
+
+Kept apart from :mod:`perspectrum.light` because tuning scores candidate settings with
+the evaluation metrics (:mod:`perspectrum.eval`), which a process that only answers
+claims never needs to import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perspectrum._io import atomic_folder
+from perspectrum._progress import progress
+from perspectrum.data import Claim, Dataset, Pool
+from perspectrum.errors import PerspectrumError
+from perspectrum.eval.ir import percent
+from perspectrum.eval.trained import RELEVANCE_DEPTH, Matrices, Scored, tune
+from perspectrum.index import DenseIndex, IndexStore
+from perspectrum.light import (EVIDENCE_FEATURES, HEADS_FILE, META_FILE, ONLY, SETTING_KEYS, LightScorers,
+                               equivalence_features, evidence_rows, pair_features, stance_features, probability)
+from perspectrum.scorers import STAGES
+from perspectrum.search import Searcher
+
+
+def _logistic(seed: int) -> Any:
+    """Standardised features (raw products are ~1/384 each), then a well-regularised
+    logistic regression (C chosen on dev; lbfgs is deterministic)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(C=0.05, max_iter=500, random_state=seed))
+
+
+def _trees(seed: int) -> Any:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05, early_stopping=False, random_state=seed)
+
+
+def _fit(make: Callable[[int], Any], seed: int, features: np.ndarray, labels: Sequence[bool], stage: str) -> Any:
+    labels = np.asarray(labels, dtype=bool)
+    if labels.all() or not labels.any():
+        raise PerspectrumError(f"the light {stage} head needs both positive and negative training examples")
+    return make(seed).fit(features, labels)
+
+
+@dataclass
+class _Inputs:
+    """What every head is built from: the dataset, its splits and their vectors."""
+
+    dataset: Dataset
+    train: list[Claim]
+    dev: list[Claim]
+    claims: dict[int, np.ndarray]
+    perspectives: DenseIndex
+
+    def pairs(self, split: Sequence[Claim], pick: Callable[[Claim], Sequence[int]],
+              features: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[list[tuple[int, int]], np.ndarray]:
+        """(claim id, perspective id) for the perspectives ``pick`` chooses per claim, with features."""
+        keys = [(c.cid, pid) for c in split for pid in pick(c)]
+        return keys, features(np.array([self.claims[cid] for cid, _ in keys]),
+                              self.perspectives.vectors([pid for _, pid in keys]))
+
+
+def _relevance(inputs: _Inputs, seed: int) -> tuple[Any, Scored]:
+    """Fit on gold ∪ each train claim's dense top-50; score each dev claim's top-50, with cosines.
+
+    The runs are :func:`perspectrum.eval.trained.relevance_candidates`' (the claim's dense
+    top-50), searched with the claim vectors already encoded.
+    """
+    dataset = inputs.dataset
+    claims = [*inputs.train, *inputs.dev]
+    runs = dict(zip((c.cid for c in claims), inputs.perspectives.search_vectors(
+        np.array([inputs.claims[c.cid] for c in claims]), RELEVANCE_DEPTH)))
+    keys, x = inputs.pairs(inputs.train, lambda c: list(dict.fromkeys([*sorted(c.gold_pids),
+                                                                       *(h.doc_id for h in runs[c.cid])])),
+                           pair_features)
+    head = _fit(_logistic, seed, x, [pid in dataset.claims[cid].gold_pids for cid, pid in keys], "relevance")
+    keys, x = inputs.pairs(inputs.dev, lambda c: [h.doc_id for h in runs[c.cid]], pair_features)
+    cosine = {(c.cid, h.doc_id): h.score for c in inputs.dev for h in runs[c.cid]}
+    groups: dict[int, list[tuple[int, float, float]]] = {c.cid: [] for c in inputs.dev}
+    for (cid, pid), p in zip(keys, probability(head, x)):
+        groups[cid].append((pid, float(p), cosine[(cid, pid)]))
+    return head, Scored(groups)
+
+
+def _stance(inputs: _Inputs, seed: int) -> tuple[Any, dict[tuple[int, int], float]]:
+    """Every gold (claim, perspective) pair, labelled by whether its cluster supports the claim."""
+    def gold(claim: Claim) -> list[int]:
+        return [pid for k in claim.clusters for pid in k.pids]
+
+    keys, x = inputs.pairs(inputs.train, gold, stance_features)
+    support = {(c.cid, pid): k.stance == "SUPPORT" for c in inputs.train for k in c.clusters for pid in k.pids}
+    head = _fit(_logistic, seed, x, [support[key] for key in keys], "stance")
+    keys, x = inputs.pairs(inputs.dev, gold, stance_features)
+    return head, {key: float(p) for key, p in zip(keys, probability(head, x))}
+
+
+def _equivalence(inputs: _Inputs, seed: int) -> tuple[Any, Matrices]:
+    """Every pair of a claim's gold perspectives, labelled by whether one cluster holds both."""
+    def pairs(split: Sequence[Claim]) -> tuple[list[tuple[int, int, int]], np.ndarray]:
+        keys = [(c.cid, p, q) for c in split for p, q in combinations(sorted(c.gold_pids), 2)]
+        vectors = inputs.perspectives.vectors
+        return keys, equivalence_features(np.array([inputs.claims[cid] for cid, _, _ in keys]),
+                                          vectors([p for _, p, _ in keys]), vectors([q for _, _, q in keys]))
+
+    keys, x = pairs(inputs.train)
+    same = [any({p, q} <= set(k.pids) for k in inputs.dataset.claims[cid].clusters) for cid, p, q in keys]
+    head = _fit(_logistic, seed, x, same, "equivalence")
+    keys, x = pairs(inputs.dev)
+    same_cluster = dict(zip(keys, probability(head, x)))
+    matrices: Matrices = {}
+    for claim in inputs.dev:
+        pids = sorted(claim.gold_pids)
+        model = np.eye(len(pids), dtype=np.float32)
+        for i, j in combinations(range(len(pids)), 2):
+            model[i, j] = model[j, i] = same_cluster[(claim.cid, pids[i], pids[j])]
+        vectors = inputs.perspectives.vectors(pids)
+        matrices[claim.cid] = (pids, model, vectors @ vectors.T)
+    return head, matrices
+
+
+def _evidence(inputs: _Inputs, bm25: Searcher, dense: DenseIndex, seed: int) -> tuple[Any, dict[str, Scored]]:
+    """Each gold cluster's candidates, labelled by the cluster's gold evidence.
+
+    Every cluster of a dev claim takes part in the sibling comparisons; only those with
+    gold evidence are scored, as T4 is.
+    """
+    dataset = inputs.dataset
+
+    def table(split: Sequence[Claim]) -> tuple[list[Key], np.ndarray]:
+        return evidence_rows(bm25, dense, [
+            (c.cid, inputs.claims[c.cid], [([dataset.perspectives[p].text for p in k.pids],
+                                            inputs.perspectives.vectors(list(k.pids))) for k in c.clusters])
+            for c in split])
+
+    keys, x = table(inputs.train)
+    head = _fit(_trees, seed, x, [d in dataset.claims[cid].clusters[i].evidence for cid, i, d in keys], "evidence")
+    keys, x = table(inputs.dev)
+    groups: dict[tuple[int, int], list[tuple[Any, float, float]]] = {}
+    for (cid, i, d), p in zip(keys, probability(head, x)):
+        if dataset.claims[cid].clusters[i].evidence:
+            groups.setdefault((cid, i), []).append((d, float(p), float(p)))
+    return head, {"max": Scored(groups)}
+
+
+def _fingerprint(dataset: Dataset, claims: Sequence[Claim]) -> str:
+    """SHA-256 of what training read: the claims with their gold labels, and both pools."""
+    labels = [[c.cid, c.text, c.split, [[k.pids, k.stance, k.evidence] for k in c.clusters]] for c in claims]
+    digest = hashlib.sha256(json.dumps(labels).encode())
+    for name in ("perspectives", "evidence"):
+        digest.update(Pool.from_dataset(dataset, name).fingerprint.encode())
+    return digest.hexdigest()
+
+
+def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: int = 13,
+                show_progress: bool = False) -> LightScorers:
+    """Fit the four heads on train, tune their cut-offs on dev, and save them to ``folder``.
+
+    Training examples: relevance, every gold perspective and every non-gold one of the
+    claim's dense top-50; stance, every gold pair (label: its cluster supports the claim);
+    equivalence, every pair of a claim's gold perspectives (label: same cluster);
+    evidence, each gold cluster's hybrid top-20 (label: that cluster's gold evidence).
+    Deterministic for a seed. ``folder`` gets ``heads.joblib`` (a pickle) and
+    ``light.json`` (settings, dev metrics, seed, seconds, encoder and data identity),
+    swapped in whole.
+    """
+    import joblib
+    import sklearn
+
+    started = time.perf_counter()
+    evidence_pool = Pool.from_dataset(dataset, "evidence")
+    train, dev = dataset.split("train"), dataset.split("dev")
+    if not train or not dev:
+        raise PerspectrumError("the light heads need claims in both the train and the dev split")
+    bm25, dense = (store.open(evidence_pool, kind, show_progress=show_progress) for kind in ("bm25", "dense"))
+    perspectives = store.open(Pool.from_dataset(dataset, "perspectives"), "dense", show_progress=show_progress)
+    heads: dict[str, Any] = {}
+    settings: dict[str, dict[str, Any]] = {}
+    metrics: dict[str, dict[str, float]] = {}
+    with progress("light heads", 1 + 2 * len(STAGES), enabled=show_progress) as advance:
+        advance(0, "encoding claims")
+        vectors = store.encoder.encode([c.text for c in (*train, *dev)])
+        inputs = _Inputs(dataset, train, dev, dict(zip((c.cid for c in (*train, *dev)), vectors)), perspectives)
+        advance(1)
+        fitters = {"relevance": _relevance, "stance": _stance, "equivalence": _equivalence,
+                   "evidence": lambda i, s: _evidence(i, bm25, dense, s)}
+        for stage in STAGES:
+            advance(0, f"fitting {stage}")
+            heads[stage], scores = fitters[stage](inputs, seed)
+            advance(1, f"tuning {stage} on dev")
+            setting, measured = tune(stage, dev, scores, only=ONLY.get(stage))
+            settings[stage] = {k: setting[k] for k in SETTING_KEYS[stage]}
+            metrics[stage] = percent(measured)
+            advance(1)
+    meta = {"kind": LightScorers.kind, "settings": settings, "dev": metrics, "seed": seed,
+            "seconds": round(time.perf_counter() - started, 1), "encoder": store.encoder.identity,
+            "data_fingerprint": _fingerprint(dataset, [*train, *dev]), "sklearn": sklearn.__version__,
+            "claims": {"train": len(train), "dev": len(dev)}}
+
+    def write(tmp: Path) -> None:
+        joblib.dump({**heads, "evidence_features": EVIDENCE_FEATURES}, tmp / HEADS_FILE)
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+    atomic_folder(folder, write)
+    return LightScorers(heads, settings, store, evidence_pool)

@@ -1,0 +1,108 @@
+"""What :meth:`perspectrum.Pipeline.discover` returns: plain, frozen, JSON-ready data.
+
+Kept apart from the stages that compute it so a consumer (the display, a server, a
+benchmark) can read results without importing the pipeline's machinery.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+#: Version of :meth:`Discovery.to_dict`'s layout; bumped on any incompatible change.
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Phrasing:
+    """One perspective sentence of the pool, its relevance to the claim and its own P(support).
+
+    ``support_probability`` is ``None`` for a paraphrase that joined its cluster from
+    the pool after clustering (it takes the cluster's stance unread).
+    """
+
+    id: int | str
+    text: str
+    relevance: float
+    support_probability: float | None = None
+
+
+@dataclass(frozen=True)
+class EvidenceHit:
+    """A paragraph backing a perspective, with its best 3-sentence window when verified.
+
+    ``window_start``/``window_end`` are character offsets of the window in ``text``
+    (``None`` when the paragraph was not verified or the window could not be placed).
+    """
+
+    id: int | str
+    text: str
+    probability: float
+    window: str | None = None
+    window_score: float | None = None
+    window_start: int | None = None
+    window_end: int | None = None
+
+
+@dataclass(frozen=True)
+class DiscoveredPerspective:
+    """A cluster of equivalent perspectives: its representative, stance and evidence.
+
+    Every member whose stance the model read with confidence is on the cluster's side
+    (clusters never join confident opposites). ``stance_confidence`` rescales
+    P(support) around the dev-tuned threshold: 0.5 at the threshold, 1.0 at 0 or 1, so
+    it reads the same for either stance.
+    """
+
+    text: str
+    id: int | str
+    stance: str
+    support_probability: float
+    stance_confidence: float
+    relevance: float
+    phrasings: tuple[Phrasing, ...]
+    evidence: tuple[EvidenceHit, ...]
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What :meth:`Pipeline.discover` returns for one claim; plain data, JSON-ready.
+
+    ``timings`` are seconds per stage (for :meth:`Pipeline.discover_many`, the batch's
+    time divided by its claims). ``notice`` says why nothing was returned (no
+    perspective in the pool reached the relevance floor), else ``None``. ``trace``
+    (with ``explain=True``) holds every candidate's scores and the settings used.
+    """
+
+    claim: str
+    system: str
+    perspectives: tuple[DiscoveredPerspective, ...]
+    timings: dict[str, float]
+    trace: dict[str, Any] | None = None
+    notice: str | None = None
+
+    @property
+    def supporting(self) -> list[DiscoveredPerspective]:
+        return [p for p in self.perspectives if p.stance == "support"]
+
+    @property
+    def undermining(self) -> list[DiscoveredPerspective]:
+        return [p for p in self.perspectives if p.stance == "undermine"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON layout documented in the README (``schema`` = its version)."""
+        out = {"schema": SCHEMA_VERSION, **asdict(self)}
+        if out["trace"] is None:
+            del out["trace"]
+        return out
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+def confidence(p: float, threshold: float) -> float:
+    """P(support) rescaled around ``threshold``: 0.5 there, 1.0 at 0 or 1."""
+    if p >= threshold:
+        return 0.5 + 0.5 * (p - threshold) / max(1e-9, 1.0 - threshold)
+    return 0.5 + 0.5 * (threshold - p) / max(1e-9, threshold)

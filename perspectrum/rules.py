@@ -1,0 +1,75 @@
+"""The decision rules the pipeline applies to model scores, in one place.
+
+Evaluation tunes these rules' parameters on dev and the pipeline applies them, so both
+must rank, cut and cluster the same way: they import them from here, and nothing here
+knows about labels or metrics.
+
+- :func:`ranked`: blend a model score with a prior and sort, best first, with one
+  tie-break (the id) so every ranking is reproducible;
+- :func:`keep`: cut a ranking by an absolute floor, a fraction of the best, a cap;
+- :func:`average_linkage` / :func:`groups`: cluster a similarity matrix;
+- :data:`EVIDENCE_STRIDE`: how windows step through a paragraph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+#: Window stride when scoring evidence: every sentence is still covered, ~40 % fewer pairs.
+EVIDENCE_STRIDE = 2
+
+
+def blend(model: float, prior: float, weight: float) -> float:
+    """weight × model + (1 − weight) × prior (1 = the model alone, 0 = the prior alone)."""
+    return weight * model + (1 - weight) * prior
+
+
+def _id_order(item: Any) -> tuple[int, Any]:
+    """Integer ids sort by value, other ids by their text (a pool's ids are all one kind)."""
+    return (0, item) if isinstance(item, (int, np.integer)) else (1, str(item))
+
+
+def ranked(scores: Iterable[tuple[Any, float]]) -> list[tuple[float, Any]]:
+    """``(score, id)`` pairs best first; equal scores in id order."""
+    return sorted(((float(s), item) for item, s in scores), key=lambda pair: (-pair[0], _id_order(pair[1])))
+
+
+def keep(ranking: Sequence[tuple[float, Any]], setting: Mapping[str, Any]) -> list[Any]:
+    """The ids a cut-off setting keeps from a ranking (best first, as :func:`ranked` gives).
+
+    With ``relative`` the floor is ``threshold`` × the best score (claims differ in how
+    many perspectives they have; a fixed floor cannot follow that), else ``threshold``
+    itself. At most ``k`` are kept, and at least the top ``min_keep``. An absolute
+    ``floor`` (optional, default 0) comes before everything: nothing under it is kept,
+    not even for ``min_keep``, so an off-topic query can keep nothing.
+    """
+    floor = setting.get("floor", 0.0)
+    ranking = [pair for pair in ranking if pair[0] >= floor] if floor > 0 else list(ranking)
+    if not ranking:
+        return []
+    cut = setting["threshold"] * ranking[0][0] if setting["relative"] else setting["threshold"]
+    chosen = [item for score, item in ranking[:setting["k"]] if score >= cut]
+    return chosen if len(chosen) >= setting["min_keep"] else [item for _, item in ranking[:setting["min_keep"]]]
+
+
+def average_linkage(matrix: np.ndarray, threshold: float) -> np.ndarray:
+    """Cluster labels of a similarity matrix (n ≥ 2): scikit-learn's average linkage cut at
+    distance 1 − ``threshold``. Evaluation and the pipeline cluster the same way."""
+    from sklearn.cluster import AgglomerativeClustering
+
+    return AgglomerativeClustering(n_clusters=None, metric="precomputed", linkage="average",
+                                   distance_threshold=1.0 - threshold).fit_predict(1.0 - matrix)
+
+
+def groups(matrix: np.ndarray, threshold: float) -> list[list[int]]:
+    """Average-linkage clusters of a similarity matrix as lists of row indices, in row order."""
+    n = len(matrix)
+    if n < 2:
+        return [[i] for i in range(n)]
+    out: dict[int, list[int]] = {}
+    for i, label in enumerate(average_linkage(matrix, threshold)):
+        out.setdefault(int(label), []).append(i)
+    return sorted(out.values(), key=lambda g: g[0])
