@@ -371,7 +371,7 @@ def evaluate(
     dataset = load_dataset(data_dir, verify=not no_verify)
     if system is System.pipeline:
         from perspectrum.eval.pipeline import evaluate_pipeline
-        from perspectrum.eval.report import pipeline_table
+        from perspectrum.eval.report import pipeline_summary, pipeline_table
         from perspectrum.pipeline import Pipeline
 
         if plot:
@@ -380,6 +380,8 @@ def evaluate(
                              show_progress=True)
         result = evaluate_pipeline(dataset, pipe, split=split.value, show_progress=True)
         console.print(pipeline_table(result))
+        for line in pipeline_summary(result):
+            console.print(line)
         stages = ", ".join(f"{k} {v / result['claims'] * 1000:.0f}" for k, v in result["stage_seconds"].items())
         console.print(f"ms per claim (batches of {result['batch_size']}): {stages}")
         draw: Any = None  # the pipeline has no curves
@@ -412,6 +414,49 @@ def evaluate(
         console.print(f"wrote {write_json(json_path, result)}")
     if plot and draw is not None:
         console.print(f"wrote {draw(result, plot)}")
+
+
+@app.command()
+def tune(
+    json_path: JsonOut = None,
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    models_dir: ModelsDir = None,
+    no_verify: NoVerify = False,
+) -> None:
+    """Choose the pipeline's relevance floor, stance margin and expansion on dev; store them beside the models.
+
+    Runs `discover` end to end over the dev claims (and off-topic claims for the
+    floor) once per setting tried; model scores are computed once and reused.
+    """
+    from perspectrum._io import write_json
+    from perspectrum.data import load_dataset
+    from perspectrum.eval.tuning import tune_pipeline
+    from perspectrum.pipeline import Pipeline
+
+    dataset = load_dataset(data_dir, verify=not no_verify)
+    pipe = Pipeline.load(data_dir, _store(index_dir).root, models_dir, verify=not no_verify, show_progress=True)
+    record = tune_pipeline(dataset, pipe, show_progress=True)
+    table = Table(title=f"pipeline settings tried on dev ({record['system']} models), %")
+    columns = ("floor", "margin", "neighbours", "T1", "T2 found", "T3", "T4 found", "T4 all", "T5 found",
+               "T5 strict", "mixed", "wrong stance", "s")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for row in record["runs"]:
+        chosen = "→ " if row is record["chosen"] or row == record["chosen"] else ""
+        settings = row["settings"]
+        table.add_row(chosen + str(settings["relevance"]["floor"]), str(settings["stance"]["margin"]),
+                      str(settings["expand"]["neighbours"]),
+                      *(f"{row[k]:.1f}" for k in ("t1", "t2", "t3", "t4", "t4_all", "t5", "t5_all", "mixed",
+                                                   "wrong_stance")), f"{row['seconds']:.0f}")
+    console.print(table)
+    floor = record["floor"]
+    console.print(f"floor {floor['value']:.3f}: empties {floor['tune']['real_emptied']:.1%} of real dev claims, "
+                  f"answers {floor['tune']['offtopic_answered']:.1%} of {floor['offtopic_tune']} off-topic ones "
+                  f"(held-out off-topic answered: {floor['held_out']['offtopic_answered']:.1%})")
+    console.print(f"chosen: {json.dumps(record['settings'])} ({record['rule']}); {record['seconds']:.0f} s")
+    if json_path:
+        console.print(f"wrote {write_json(json_path, record)}")
 
 
 def main() -> None:

@@ -268,6 +268,17 @@ class Pipeline:
         return self._get().context.scorers.kind
 
     @property
+    def scorers(self) -> Scorers:
+        """The models that answer (loads them if needed)."""
+        return self._get().context.scorers
+
+    def with_config(self, config: PipelineConfig, scorers: Scorers | None = None) -> Pipeline:
+        """A pipeline over the same pools and indexes with other settings (and, optionally,
+        other scorers); this one's loaded models are shared unless ``scorers`` is given."""
+        return Pipeline(self.perspectives, self.evidence_pool, self.store, self.models_dir, config, self.data_dir,
+                        self.show_progress, self.data_store, scorers if scorers is not None else self.scorers)
+
+    @property
     def settings(self) -> dict[str, dict[str, Any]]:
         """Every stage's settings in use: dev-tuned, with the config's overrides."""
         return self._get().settings

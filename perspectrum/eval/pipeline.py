@@ -12,12 +12,12 @@ propagates through the pipeline.
   and over *all* gold pairs (a missed perspective counts as a wrong "undermine").
 - T3 from the returned clusters: two gold perspectives are called equivalent when one
   returned cluster holds both (a missed perspective is equivalent to nothing).
-- T4: each gold cluster is matched to the returned cluster sharing most of its
-  perspectives and scored on that cluster's evidence; over gold clusters the
-  pipeline found, and over all (a missed cluster has no evidence).
-- T5 = T1 × T2 × T4 (found), because T1 already charges for every missed perspective:
-  charging again in T2 and T4 would count one miss three times. The stricter product
-  over all pairs and clusters is reported beside it.
+- T4: gold clusters and returned clusters are matched one to one (:func:`match`) and a
+  gold cluster is scored on its match's evidence; over the gold clusters the pipeline
+  found, and over all (a missed cluster has no evidence).
+- T5 two ways: *strict*, T1 × T2 × T4 over all pairs and clusters (every miss counts in
+  each factor), and *found*, T1 × T2 × T4 over what was found (T1 alone charges for
+  misses). Both are reported with the coverage that separates them.
 """
 
 from __future__ import annotations
@@ -49,25 +49,59 @@ def _found_claims(claims: Sequence[Claim], found: dict[int, set[int]]) -> list[C
     return out
 
 
+def match(gold: Sequence[Sequence[int]], returned: Sequence[Sequence[int]]) -> dict[int, int]:
+    """Gold cluster index → returned cluster index, one to one, most shared perspectives overall.
+
+    The assignment (Hungarian, ``scipy.optimize.linear_sum_assignment``) maximises the
+    total number of gold perspectives the matched pairs share; pairs sharing none are
+    not matches. So no returned cluster stands for two gold clusters, and a gold
+    cluster split over several returned ones is credited with one of them.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    if not gold or not returned:
+        return {}
+    overlap = np.array([[len(set(g) & set(r)) for r in returned] for g in gold])
+    rows, cols = linear_sum_assignment(overlap, maximize=True)
+    return {int(g): int(r) for g, r in zip(rows, cols) if overlap[g, r] > 0}
+
+
 def score(claims: Sequence[Claim], results: Sequence[Discovery]) -> dict[str, Any]:
-    """T1–T5 (fractions) of pipeline results, one per claim in order."""
+    """T1–T5 (fractions) of pipeline results, one per claim in order, with coverage and
+    the stance-purity rates users see.
+
+    Besides the T-metrics: ``coverage`` (share of gold pairs whose perspective was
+    returned, and of gold clusters with evidence matched one to one), ``mixed`` (share
+    of returned clusters holding two or more gold perspectives whose gold stances
+    differ), ``wrong_stance`` (share of returned gold perspectives shown under the
+    wrong stance), ``both_sides`` (share of claims answered with at least one
+    supporting and one undermining cluster) and ``emptied`` (share answered with nothing).
+    """
     relevant: dict[int, list[int]] = {}
     stance: dict[tuple[int, int], bool] = {}
     same: dict[int, set[tuple[int, int]]] = {}
     evidence_all: dict[ClusterKey, list[int]] = {}
     matched: set[ClusterKey] = set()
+    mixed = multi = shown = wrong = both = emptied = 0
     for claim, result in zip(claims, results):
         groups = [[int(p.id) for p in found.phrasings] for found in result.perspectives]
         relevant[claim.cid] = [pid for group in groups for pid in group]
+        gold_stance = {pid: k.stance == "SUPPORT" for k in reversed(claim.clusters) for pid in k.pids}
         for found, group in zip(result.perspectives, groups):
-            stance.update({(claim.cid, pid): found.stance == "support" for pid in group})
+            says = found.stance == "support"
+            stance.update({(claim.cid, pid): says for pid in group})
+            golds = [gold_stance[pid] for pid in group if pid in gold_stance]
+            shown += len(golds)
+            wrong += sum(g != says for g in golds)
+            if len(golds) >= 2:
+                multi += 1
+                mixed += len(set(golds)) > 1
+        both += bool(result.supporting) and bool(result.undermining)
+        emptied += not result.perspectives
         same[claim.cid] = {pair for group in groups for pair in combinations(group, 2)}
-        for index, cluster in enumerate(claim.clusters):
-            overlap = [len(set(cluster.pids) & set(group)) for group in groups]
-            if overlap and max(overlap) > 0:
-                best = int(np.argmax(overlap))
-                evidence_all[(claim.cid, index)] = [int(e.id) for e in result.perspectives[best].evidence]
-                matched.add((claim.cid, index))
+        for index, returned in match([k.pids for k in claim.clusters], groups).items():
+            evidence_all[(claim.cid, index)] = [int(e.id) for e in result.perspectives[returned].evidence]
+            matched.add((claim.cid, index))
     found = {cid: set(pids) for cid, pids in relevant.items()}
     t1 = t1_relevance(claims, relevant)
     t2_found = t2_stance(_found_claims(claims, found), stance)
@@ -77,10 +111,17 @@ def score(claims: Sequence[Claim], results: Sequence[Discovery]) -> dict[str, An
     t4_found = t4_evidence([replace(c, clusters=tuple(k if (c.cid, i) in matched else replace(k, evidence=())
                                                       for i, k in enumerate(c.clusters))) for c in claims],
                            evidence_all)
+    with_evidence = [(c.cid, i) for c in claims for i, k in enumerate(c.clusters) if k.evidence]
+    n = max(1, len(claims))
     return {
         "t1": t1, "t2": t2_found, "t2_all": t2_all, "t3": t3, "t4": t4_found, "t4_all": t4_all,
         "t5": t5_overall(t1["f1"], t2_found["f1"], t4_found["f1"]),
         "t5_all": t5_overall(t1["f1"], t2_all["f1"], t4_all["f1"]),
+        "coverage": {"pairs": t2_found["pairs"] / max(1.0, t2_all["pairs"]),
+                     "clusters": sum(key in matched for key in with_evidence) / max(1, len(with_evidence))},
+        "mixed": mixed / max(1, multi), "mixed_of": multi,
+        "wrong_stance": wrong / max(1, shown), "shown": shown,
+        "both_sides": both / n, "emptied": emptied / n,
     }
 
 
@@ -128,9 +169,14 @@ def evaluate_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "test", bat
         "models": pipe.system,
         "split": split,
         "tuned_on": "dev",
-        "tasks": {key: percent(value) for key, value in scores.items() if not key.startswith("t5")},
+        "tasks": {key: percent(scores[key]) for key in ("t1", "t2", "t2_all", "t3", "t4", "t4_all")},
         "t5": round(scores["t5"] * 100, 2),
         "t5_all": round(scores["t5_all"] * 100, 2),
+        "coverage": {k: round(v * 100, 2) for k, v in scores["coverage"].items()},
+        "purity": {"mixed_clusters": round(scores["mixed"] * 100, 2), "of_clusters": scores["mixed_of"],
+                   "wrong_stance": round(scores["wrong_stance"] * 100, 2), "of_perspectives": scores["shown"]},
+        "both_sides": round(scores["both_sides"] * 100, 2),
+        "emptied": round(scores["emptied"] * 100, 2),
         "oracle": oracle,
         "paper": {"ir_bert": PAPER_BERT, "human": PAPER_HUMAN},
         "settings": pipe.settings,

@@ -1,0 +1,231 @@
+"""The pipeline's stages and rules on their own: stance-aware clustering, the relevance
+floor, setting validation, one-to-one matching in end-to-end scoring, the scorer cache,
+and the runtime's independence from the evaluation package.
+
+Stages run here against hand-made scorers and vectors, so each rule is checked on a
+case small enough to work out by hand.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import perspectrum
+from perspectrum.data import Claim, Cluster
+from perspectrum.errors import PerspectrumError
+from perspectrum.eval.pipeline import match, score
+from perspectrum.eval.tuning import CachingScorers, choose_floor
+from perspectrum.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
+from perspectrum.rules import keep, ranked
+from perspectrum.stages import ClaimState, Cluster as ClusterStage, Context, Member, Relevance, Stance, configure
+
+
+# ----------------------------------------------------------------------------- rules
+def test_ranked_breaks_ties_by_id_and_keep_applies_the_floor_first() -> None:
+    ranking = ranked([(9, 0.5), (10, 0.5), (3, 0.9)])
+    assert ranking == [(0.9, 3), (0.5, 9), (0.5, 10)]  # 9 before 10: by value, not as text
+    relative = {"relative": True, "threshold": 0.5, "k": 5, "min_keep": 1}
+    assert keep(ranking, relative) == [3, 9, 10]
+    assert keep(ranking, {**relative, "floor": 0.6}) == [3]
+    assert keep(ranking, {**relative, "floor": 0.95}) == []  # min_keep cannot lift what is under the floor
+    assert keep(ranking, {**relative, "threshold": 0.99}) == [3]
+
+
+# ------------------------------------------------------------------------- stages
+class FakeScorers:
+    """Scores looked up in tables keyed by text; equivalence is 1.0 for every pair."""
+
+    kind = "fake"
+
+    def __init__(self, support: dict[str, float]) -> None:
+        self.support = support
+        self.settings: dict = {}
+        self.equivalence_calls: list[tuple[str, str, str]] = []
+
+    def relevance(self, pairs):
+        return np.array([0.9 if "rights" in p else 0.1 for _, p in pairs])
+
+    def stance(self, pairs):
+        return np.array([self.support[p] for _, p in pairs])
+
+    def equivalence(self, triples):
+        self.equivalence_calls += list(triples)
+        return np.ones(len(triples))
+
+
+@dataclass
+class FakeDense:
+    """Unit vectors by id: every perspective is close to every other (cosine 0.8)."""
+
+    ids: list[int]
+
+    def vectors(self, ids):
+        base = np.full(len(self.ids) + 1, 0.0)
+        base[-1] = np.sqrt(0.8)
+        rows = []
+        for d in ids:
+            v = base.copy()
+            v[self.ids.index(d)] = np.sqrt(0.2)
+            rows.append(v)
+        return np.array(rows)
+
+
+TEXTS = {1: "animals have rights", 2: "animals deserve rights", 3: "animals have no rights", 4: "rights are for humans"}
+
+
+def _context(support: dict[str, float]) -> tuple[Context, FakeScorers]:
+    scorers = FakeScorers(support)
+    return Context(scorers, None, FakeDense(list(TEXTS)), TEXTS, {}), scorers  # type: ignore[arg-type]
+
+
+def _clustered(support: dict[str, float], margin: float) -> tuple[ClaimState, FakeScorers]:
+    context, scorers = _context(support)
+    state = ClaimState("Animals should have rights", kept=[Member(d, 1.0 - d / 10) for d in TEXTS])
+    Stance(threshold=0.5, margin=margin).run([state], context)
+    ClusterStage(weight=0.5, threshold=0.6).run([state], context)
+    return state, scorers
+
+
+def test_clusters_never_join_confident_opposites() -> None:
+    # equivalence 1.0 and cosine 0.8 for every pair: without stance, one cluster of four
+    support = {TEXTS[1]: 0.9, TEXTS[2]: 0.8, TEXTS[3]: 0.1, TEXTS[4]: 0.2}
+    state, scorers = _clustered(support, margin=0.0)
+    assert [g.members for g in state.groups] == [[0, 1], [2, 3]]
+    assert len(scorers.equivalence_calls) == 2  # the four opposite pairs were never scored
+    assert state.groups[0].support == pytest.approx(0.85) and state.groups[1].support == pytest.approx(0.15)
+
+
+def test_unsure_members_join_and_the_cluster_takes_its_confident_members_side() -> None:
+    support = {TEXTS[1]: 0.9, TEXTS[2]: 0.45, TEXTS[3]: 0.1, TEXTS[4]: 0.55}
+    state, _ = _clustered(support, margin=0.2)
+    for group in state.groups:
+        sides = {state.kept[i].side for i in group.members} - {0}
+        assert len(sides) <= 1
+        if sides:  # the cluster's stance is its confident members' stance
+            assert (group.support >= 0.5) == (sides == {1})
+    assert sorted(len(g.members) for g in state.groups) != [1, 1, 1, 1]  # unsure ones did join
+
+
+def test_a_merge_outweighing_a_cannot_link_is_split_again() -> None:
+    from perspectrum.stages.cluster import _split
+
+    kept = [Member(1, 1.0, 0.9, 1), Member(2, 1.0, 0.5, 0), Member(3, 1.0, 0.5, 0), Member(4, 1.0, 0.1, -1)]
+    matrix = np.full((4, 4), 0.9)
+    matrix[0, 3] = matrix[3, 0] = 0.0
+    parts = _split([0, 1, 2, 3], kept, matrix, 0.6)
+    assert parts[0] == [0, 1, 2] and parts[1:] == [[3]]
+
+
+def test_relevance_floor_empties_an_off_topic_claim_with_a_notice() -> None:
+    from perspectrum.stages.base import Candidate
+
+    context, _ = _context({})
+    on, off = ClaimState("rights", candidates=[Candidate(1, 0.9), Candidate(4, 0.8)]), \
+        ClaimState("bread", candidates=[Candidate(3, 0.1)])
+    TEXTS[3], saved = "bread and butter", TEXTS[3]
+    try:
+        Relevance(weight=0.5, relative=True, threshold=0.5, k=10, min_keep=1, floor=0.5).run([on, off], context)
+    finally:
+        TEXTS[3] = saved
+    assert [m.id for m in on.kept] == [1, 4] and on.notice is None
+    assert off.kept == [] and "relevance floor of 0.50" in off.notice
+
+
+def test_stage_settings_are_checked_by_name_and_type() -> None:
+    assert configure(Stance, {"threshold": 0.7}).threshold == 0.7
+    with pytest.raises(PerspectrumError, match="unknown setting.*stance stage: treshold"):
+        configure(Stance, {"treshold": 0.7})
+    with pytest.raises(PerspectrumError, match="threshold must be float"):
+        configure(Stance, {"threshold": "high"})
+    with pytest.raises(PerspectrumError, match="unknown stage"):
+        perspectrum.PipelineConfig(overrides={"equivalence": {}})
+    with pytest.raises(PerspectrumError, match="whole numbers"):
+        perspectrum.PipelineConfig(max_perspectives=2.5)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------- end-to-end scoring
+def _claim() -> Claim:
+    return Claim(1, "claim", "fixture", "dev", (), (
+        Cluster((1, 2), "SUPPORT", "SUPPORT", (), (10,)),
+        Cluster((3,), "UNDERMINE", "UNDERMINE", (), (11,)),
+        Cluster((4,), "SUPPORT", "SUPPORT", (), (12,)),
+    ))
+
+
+def _found(pids: tuple[int, ...], stance: str, evidence: tuple[int, ...]) -> DiscoveredPerspective:
+    phrasings = tuple(Phrasing(p, str(p), 1.0) for p in pids)
+    return DiscoveredPerspective(str(pids[0]), pids[0], stance, 0.9 if stance == "support" else 0.1, 0.9, 1.0,
+                                 phrasings, tuple(EvidenceHit(e, "", 1.0) for e in evidence))
+
+
+def test_found_and_all_scores_differ_by_hand() -> None:
+    # clusters 1 and 2 found exactly with their gold evidence; cluster 3 (perspective 4) missed
+    result = Discovery("claim", "test", (_found((1, 2), "support", (10,)), _found((3,), "undermine", (11,))), {})
+    s = score([_claim()], [result])
+    assert s["t4"]["f1"] == 1.0  # over the two gold clusters found
+    assert s["t4_all"]["precision"] == pytest.approx(2 / 3) and s["t4_all"]["f1"] == pytest.approx(2 / 3)
+    assert s["t2"]["f1"] == 1.0
+    # all pairs: 4 (support) missing counts as undermine: tp 2, fp 0, fn 1
+    assert s["t2_all"]["recall"] == pytest.approx(2 / 3) and s["t2_all"]["f1"] == pytest.approx(0.8)
+    assert s["coverage"]["pairs"] == pytest.approx(3 / 4) and s["coverage"]["clusters"] == pytest.approx(2 / 3)
+    assert s["t5_all"] < s["t5"]
+    assert s["mixed"] == 0.0 and s["wrong_stance"] == 0.0 and s["both_sides"] == 1.0
+
+
+def test_clusters_are_matched_one_to_one() -> None:
+    # returned {1, 3} and {2}: argmax overlap would give {1, 3} to both gold {1, 2} and {3}
+    assert match([(1, 2), (3,), (4,)], [[1, 3], [2]]) == {0: 1, 1: 0}
+    result = Discovery("claim", "test", (_found((1, 3), "support", (10,)), _found((2,), "support", ())), {})
+    s = score([_claim()], [result])
+    # gold {1,2} gets {2}'s evidence (none), gold {3} gets {1,3}'s (10, not its 11): T4 is 0
+    assert s["t4"]["f1"] == 0.0 and s["t4_all"]["f1"] == 0.0
+    assert s["mixed"] == 1.0 and s["wrong_stance"] == pytest.approx(1 / 3)
+
+
+def test_choose_floor_separates_and_caps_the_real_claims_emptied() -> None:
+    real = [0.6 + i / 1000 for i in range(200)]
+    off = [0.2, 0.3, 0.35, 0.65]
+    floor, rates = choose_floor(real, off)
+    assert 0.35 < floor <= 0.6 and rates["real_emptied"] == 0.0 and rates["offtopic_answered"] == 0.25
+    floor, rates = choose_floor([0.1, *real], [0.05])  # emptying 1 of 201 (0.5 %) is allowed
+    assert 0.05 < floor <= 0.1
+
+
+def test_caching_scorers_answer_as_the_inner_ones_and_call_them_once() -> None:
+    inner = FakeScorers({TEXTS[1]: 0.9, TEXTS[3]: 0.2})
+    calls = []
+    stance = inner.stance
+    inner.stance = lambda pairs: calls.append(list(pairs)) or stance(pairs)  # type: ignore[method-assign]
+    cached = CachingScorers(inner)
+    pairs = [("c", TEXTS[1]), ("c", TEXTS[3]), ("c", TEXTS[1])]
+    assert cached.stance(pairs).tolist() == stance(pairs).tolist()
+    assert cached.stance(pairs[:2]).tolist() == [0.9, 0.2] and calls == [[("c", TEXTS[1]), ("c", TEXTS[3])]]
+
+
+# ---------------------------------------------------------------------- boundaries
+RUNTIME_EXEMPT = {"cli.py", "training.py", "light_training.py"}
+
+
+def test_no_runtime_module_imports_the_evaluation_package() -> None:
+    root = Path(perspectrum.__file__).parent
+    offenders = []
+    for path in root.rglob("*.py"):
+        relative = path.relative_to(root)
+        if relative.parts[0] == "eval" or str(relative) in RUNTIME_EXEMPT:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            offenders += [f"{relative}: {n}" for n in names if n.startswith("perspectrum.eval")]
+    assert offenders == []
+    code = ("import sys, perspectrum, perspectrum.pipeline, perspectrum.light, perspectrum.display, "
+            "perspectrum.stages; print(sorted(m for m in sys.modules if m.startswith('perspectrum.eval')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
