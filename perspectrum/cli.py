@@ -349,6 +349,14 @@ def train(
         table.add_row(name, f"{meta['examples']['examples']:,}", f"{meta['train_seconds']:.0f}", shown,
                       json.dumps(meta["thresholds"]))
     console.print(table)
+    if task is TaskChoice.all:
+        from perspectrum.eval.tuning import tune_pipeline
+        from perspectrum.pipeline import Pipeline
+
+        pipe = Pipeline.load(data_dir, _store(index_dir).root, target, verify=not no_verify, show_progress=True)
+        record = tune_pipeline(dataset, pipe, show_progress=True)
+        summary["pipeline"] = record
+        console.print(f"pipeline settings chosen on dev: {json.dumps(record['settings'])}")
     if json_path:
         console.print(f"wrote {write_json(json_path, summary)}")
 

@@ -214,3 +214,18 @@ def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: i
 
     atomic_folder(folder, write)
     return LightScorers(heads, settings, store, evidence_pool)
+
+
+def tune_light(dataset: Dataset, store: IndexStore, models_dir: str | Path, show_progress: bool = False,
+               margins: Sequence[float] = (0.0, 0.1), neighbours: Sequence[int] = (0, 5)) -> dict[str, Any]:
+    """Choose the pipeline's floor, stance margin and expansion for freshly trained light
+    heads on dev (a smaller grid than ``perspectrum tune``'s, to keep a first run short),
+    and store them in the heads' folder. Always over PERSPECTRUM's own pools, whatever
+    pools the pipeline that asked answers from.
+    """
+    from perspectrum.eval.tuning import tune_pipeline
+    from perspectrum.pipeline import Pipeline
+
+    pipe = Pipeline(Pool.from_dataset(dataset, "perspectives"), Pool.from_dataset(dataset, "evidence"), store,
+                    models_dir, show_progress=show_progress)
+    return tune_pipeline(dataset, pipe, show_progress=show_progress, margins=margins, neighbours=neighbours)

@@ -234,11 +234,14 @@ class Pipeline:
         say(f"no fine-tuned models in {self.models_dir}: training light heads on frozen MiniLM embeddings "
             "(a few minutes, once); run `perspectrum train all` for the accurate models")
         from perspectrum.data import load_dataset
-        from perspectrum.light_training import train_light
+        from perspectrum.light_training import train_light, tune_light
 
         started = time.perf_counter()
-        train_light(load_dataset(self.data_dir, verify=False), self.data_store, light, show_progress=self.show_progress)
-        say(f"light heads trained in {time.perf_counter() - started:.0f} s, saved to {light}")
+        dataset = load_dataset(self.data_dir, verify=False)
+        train_light(dataset, self.data_store, light, show_progress=self.show_progress)
+        tune_light(dataset, self.data_store, self.models_dir, show_progress=self.show_progress)
+        say(f"light heads trained and the pipeline tuned on dev in {time.perf_counter() - started:.0f} s, "
+            f"saved to {light}")
         return LightScorers.load(light, self.store, self.evidence_pool)
 
     def _get(self) -> _Ready:

@@ -28,6 +28,7 @@ from perspectrum.examples import (
 from perspectrum.index import IndexStore
 from perspectrum.models import TASKS, load_task, save_task, update_meta
 from perspectrum.ranker import DEPTH, FEATURES, SECOND, Debate, EvidenceRanker, Featurizer, labels_for
+from perspectrum.scorers import PIPELINE_FILE
 from perspectrum.search import Hit
 
 @dataclass(frozen=True)
@@ -199,6 +200,7 @@ def train_task(
         **_tune_on_dev(task, members, dataset, store, is_quick, show_progress, ranker),
     }
     save_task(Path(models_dir) / task, members, meta, extra=ranker.save if ranker else None)
+    _forget_pipeline_settings(models_dir)
     return meta
 
 
@@ -222,4 +224,11 @@ def retune_task(task: str, dataset: Dataset, store: IndexStore, models_dir: str 
     changes.update(_tune_on_dev(task, members, dataset, store, is_quick, show_progress, ranker))
     if ranker is not None:
         ranker.save(Path(models_dir) / task)
+    _forget_pipeline_settings(models_dir)
     return update_meta(models_dir, task, changes)
+
+
+def _forget_pipeline_settings(models_dir: str | Path) -> None:
+    """Drop ``pipeline.json``: it was chosen for the models this call has just replaced
+    (``perspectrum tune``, or ``train all``, chooses it again)."""
+    (Path(models_dir) / PIPELINE_FILE).unlink(missing_ok=True)

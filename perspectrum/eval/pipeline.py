@@ -38,6 +38,8 @@ from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equ
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.trained import PAPER_BERT, PAPER_HUMAN, T_OF
 from perspectrum.pipeline import Discovery, Pipeline
+from perspectrum.ranker import Debate
+from perspectrum.rules import keep, ranked
 
 
 def _found_claims(claims: Sequence[Claim], found: dict[int, set[int]]) -> list[Claim]:
@@ -125,6 +127,40 @@ def score(claims: Sequence[Claim], results: Sequence[Discovery]) -> dict[str, An
     }
 
 
+def gold_input_evidence(dataset: Dataset, claims: Sequence[Claim], results: Sequence[Discovery],
+                        pipe: Pipeline) -> dict[str, dict[str, float]]:
+    """T4 with gold clusters as input, two ways, with the pipeline's evidence cut.
+
+    The evidence ranker compares a cluster with its *siblings*. ``gold_siblings`` gives
+    it every gold cluster of the claim (what ``evaluate --system trained`` does, and
+    what the paper's system did not have); ``predicted_siblings`` gives it the gold
+    cluster with the clusters the pipeline returned for the claim as siblings (all but
+    the one matched to it), as a system that only knows its own answer would have.
+    """
+    setting = pipe.settings["evidence"]
+    cut = {k: setting[k] for k in ("relative", "threshold", "k", "min_keep")}
+    gold: dict[Any, Debate] = {}
+    predicted: dict[Any, Debate] = {}
+    for claim, result in zip(claims, results):
+        texts = [tuple(dataset.perspectives[p].text for p in k.pids) for k in claim.clusters]
+        returned = [tuple(p.text for p in found.phrasings) for found in result.perspectives]
+        matched = match([k.pids for k in claim.clusters], [[int(p.id) for p in f.phrasings] for f in result.perspectives])
+        for index, cluster in enumerate(claim.clusters):
+            if cluster.evidence:
+                gold[(claim.cid, index)] = Debate(claim.text, (texts[index], *texts[:index], *texts[index + 1:]))
+                siblings = tuple(r for j, r in enumerate(returned) if j != matched.get(index))
+                predicted[(claim.cid, index)] = Debate(claim.text, (texts[index], *siblings))
+    out = {}
+    for name, debates in (("gold_siblings", gold), ("predicted_siblings", predicted)):
+        keys, probs = pipe.scorers.evidence(debates, setting["depth"])
+        scored: dict[Any, list[tuple[Any, float]]] = {}
+        for (key, cluster, doc_id), p in zip(keys, probs):
+            if cluster == 0:
+                scored.setdefault(key, []).append((doc_id, float(p)))
+        out[name] = percent(t4_evidence(claims, {key: keep(ranked(run), cut) for key, run in scored.items()}))
+    return out
+
+
 def _oracle(models_dir: Path, split: str) -> dict[str, Any]:
     """The per-task scores on gold inputs recorded in each model's card (``evaluate --system trained``)."""
     from perspectrum.models import TASKS, read_meta
@@ -161,6 +197,7 @@ def evaluate_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "test", bat
             advance(len(batch))
     run_seconds = time.perf_counter() - began
     scores = score(claims, results)
+    gold_input_t4 = gold_input_evidence(dataset, claims, results, pipe)
     stages = {stage: round(sum(r.timings.get(stage, 0.0) for r in results), 2) for stage in results[0].timings} \
         if results else {}
     oracle = _oracle(pipe.models_dir, split)
@@ -178,6 +215,7 @@ def evaluate_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "test", bat
         "both_sides": round(scores["both_sides"] * 100, 2),
         "emptied": round(scores["emptied"] * 100, 2),
         "oracle": oracle,
+        "t4_gold_input": gold_input_t4,
         "paper": {"ir_bert": PAPER_BERT, "human": PAPER_HUMAN},
         "settings": pipe.settings,
         "config": pipe.config.to_dict(),
