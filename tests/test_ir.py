@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from perspectrum.eval.ir import METHODS, Cutoff, evaluate_ir, t3_pairs, t4_queries
+from perspectrum.data import Dataset
+from perspectrum.eval.ir import METHODS, T4_CUTOFFS, T4_QUERIES, Cutoff, evaluate_ir, t3_pairs, t4_queries
 from perspectrum.eval.report import ir_table, ir_tuning, plot_recall_curves
 from perspectrum.index import IndexStore
 from perspectrum.search import Hit
@@ -50,6 +53,7 @@ def test_evaluate_ir_on_the_fixture(dataset, tmp_path: Path, encoder) -> None:
             scores["t1"]["f1"] * scores["t2"]["f1"] * scores["t4"]["f1"] / 1e4, abs=0.01)
     # the fixture's test claims are easy for BM25: each claim shares words with its perspectives
     assert result["methods"]["bm25"]["t1"]["recall"] > 0
+    assert result["recall_curves"]["split"] == "dev"
     assert len(result["recall_curves"]["t1"]["bm25"]) == len(result["recall_curves"]["t1"]["k"])
     assert result["recall_curves"]["t1"]["bm25"] == sorted(result["recall_curves"]["t1"]["bm25"])
     assert {v["query"] for v in result["t4_variants"]} == {"cluster", "perspective", "cluster_no_claim"}
@@ -58,3 +62,53 @@ def test_evaluate_ir_on_the_fixture(dataset, tmp_path: Path, encoder) -> None:
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert ir_table(result).row_count == 4 * 3 + 1
     assert len(ir_tuning(result)) == len(METHODS)
+
+
+def _choices(result: dict[str, Any]) -> dict[str, Any]:
+    """Everything the IR baseline chose or drew for tuning: cut-offs, T4 variants and their dev F1, curves."""
+    keep = ("k", "m", "query", "cutoff", "ratio", "dev_f1")
+    return {
+        "methods": {name: {task: {k: v for k, v in scores[task].items() if k in keep} for task in ("t1", "t3", "t4")}
+                    for name, scores in result["methods"].items()},
+        "variants": [{k: v for k, v in row.items() if k in keep or k == "method"} for row in result["t4_variants"]],
+        "curves": result["recall_curves"],
+    }
+
+
+def _swap_labels(dataset: Dataset, split: str) -> Dataset:
+    """The dataset with the gold clusters (perspectives, stances, evidence) of ``split``'s claims rotated among them."""
+    claims = dataset.split(split)
+    assert len(claims) >= 2
+    rotated = dict(dataset.claims)
+    for claim, other in zip(claims, claims[1:] + claims[:1]):
+        rotated[claim.cid] = replace(claim, clusters=other.clusters)
+    return replace(dataset, claims=rotated)
+
+
+def test_t4_variant_is_chosen_on_dev_and_test_labels_change_no_choice(dataset, tmp_path: Path, encoder) -> None:
+    store = IndexStore(tmp_path / "idx")
+    store._encoder = encoder
+    result = evaluate_ir(dataset, store, split="test", tune_split="dev")
+    assert len(result["t4_variants"]) == len(METHODS) * len(T4_QUERIES) * len(T4_CUTOFFS)
+    for name, scores in result["methods"].items():
+        own = [v for v in result["t4_variants"] if v["method"] == name]
+        chosen = next(v for v in own if (v["query"], v["cutoff"]) == (scores["t4"]["query"], scores["t4"]["cutoff"]))
+        # the reported T4 is the dev-best variant's test score, with that variant's settings
+        assert chosen["dev_f1"] == max(v["dev_f1"] for v in own) == scores["t4"]["dev_f1"]
+        assert {k: scores["t4"][k] for k in chosen["macro"]} == chosen["macro"]
+        assert (scores["t4"]["k"], scores["t4"]["ratio"]) == (chosen["k"], chosen["ratio"])
+        assert scores["t5"] == pytest.approx(
+            scores["t1"]["f1"] * scores["t2"]["f1"] * scores["t4"]["f1"] / 1e4, abs=0.01)
+    assert result["recall_curves"]["split"] == "dev"
+    for line, (name, scores) in zip(ir_tuning(result), result["methods"].items()):
+        assert line.startswith(f"{name}: ") and f"T4 {scores['t4']['query']} query" in line
+
+    # other test labels: the test scores move, but no choice, dev figure or curve does
+    relabelled = evaluate_ir(_swap_labels(dataset, "test"), store, split="test", tune_split="dev")
+    assert _choices(relabelled) == _choices(result)
+    assert [v["macro"] for v in relabelled["t4_variants"]] != [v["macro"] for v in result["t4_variants"]]
+    assert relabelled["methods"]["bm25"]["t1"]["f1"] != result["methods"]["bm25"]["t1"]["f1"]
+    # the same change to dev labels does move them, so the check above can fail
+    dev_changed = evaluate_ir(_swap_labels(dataset, "dev"), store, split="test", tune_split="dev")
+    assert _choices(dev_changed)["curves"] != _choices(result)["curves"]
+    assert _choices(dev_changed)["variants"] != _choices(result)["variants"]
