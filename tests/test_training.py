@@ -8,21 +8,23 @@ made, saved and tuned is.
 from __future__ import annotations
 
 import json
+from itertools import cycle
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from perspectrum.cli import app
 from perspectrum.crossencoder import META_FILE, CrossEncoderModel, TrainParams, fine_tune
-from perspectrum.data import data_checksum, load_dataset
+from perspectrum.data import CLAIMS_FILE, data_checksum, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval import trained
 from perspectrum.index import IndexStore
 from perspectrum.models import TASKS, load_task
-from perspectrum.ranker import RANKER_FILE, EvidenceRanker
-from perspectrum.training import train_task
-from tests.conftest import CLAIMS, write_dataset
+from perspectrum.ranker import RANKER_FILE, Debate, EvidenceRanker, Featurizer
+from perspectrum.training import _tune_on_dev, train_task
+from tests.conftest import CLAIMS, EVIDENCE, PERSPECTIVES, write_dataset
 
 PAIRS = [("Zoos should be banned", "Cages are cruel"), ("Zoos should be banned", "Zoos save species"),
          ("Homework should go", "Children need play"), ("Homework should go", "Practice helps learning")] * 3
@@ -60,7 +62,7 @@ def trained_dir(tmp_path_factory) -> tuple[Path, Path, Path]:
             "--models-dir", str(root / "models"), "--json", str(root / "train.json")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert set(json.loads((root / "train.json").read_text())) == set(TASKS)
+    assert set(TASKS) <= set(json.loads((root / "train.json").read_text()))  # `train all` may add "pipeline"
     return data, root / "indexes", root / "models"
 
 
@@ -109,21 +111,128 @@ def test_stored_thresholds_are_the_dev_optimum(trained_dir):
         assert setting == members[0].meta["thresholds"]
 
 
-def test_test_labels_never_reach_the_thresholds(tmp_path, trained_dir):
-    """Flip every test-split stance label: the stance model and its thresholds stay the same."""
-    flipped = write_dataset(tmp_path / "data")
-    claims_file = flipped / "perspectrum_with_answers_v1.0.json"
+def _relabel(folder: Path, split: str) -> Path:
+    """The fixture written to ``folder`` with every kind of label of ``split``'s claims changed.
+
+    Per claim: every cluster is split into one cluster per perspective (so no pair stays
+    equivalent) with the opposite stance (3- and 5-way labels, support and undermine votes
+    swapped) and the next cluster's evidence ids; then an unused pool perspective and an
+    unused paragraph join the first cluster (a new relevant perspective, a new equivalent
+    pair, new gold evidence). Texts and pools stay as they were.
+    """
+    write_dataset(folder)
+    used_pids = {p for _, _, clusters in CLAIMS.values() for pids, _, _ in clusters for p in pids}
+    used_eids = {e for _, _, clusters in CLAIMS.values() for _, _, eids in clusters for e in eids}
+    spare_pids = cycle(sorted(set(PERSPECTIVES) - used_pids))
+    spare_eid = min(set(EVIDENCE) - used_eids)
+    opposite = {"SUPPORT": "UNDERMINE", "UNDERMINE": "SUPPORT"}
+    claims_file = folder / CLAIMS_FILE
     rows = json.loads(claims_file.read_text())
     for row in rows:
-        if CLAIMS[row["cId"]][1] == "test":
-            for cluster in row["perspectives"]:
-                cluster["stance_label_3"] = "SUPPORT" if cluster["stance_label_3"] == "UNDERMINE" else "UNDERMINE"
-                cluster["voter_counts"] = cluster["voter_counts"][::-1]
+        if CLAIMS[row["cId"]][1] != split:
+            continue
+        old = row["perspectives"]
+        new = []
+        for n, cluster in enumerate(old):
+            votes = cluster["voter_counts"]
+            for pid in cluster["pids"]:
+                new.append({"pids": [pid], "stance_label_3": opposite[cluster["stance_label_3"]],
+                            "stance_label_5": opposite[cluster["stance_label_3"]],
+                            "voter_counts": [votes[3], votes[2], votes[1], votes[0], votes[4]],
+                            "evidence": list(old[(n + 1) % len(old)]["evidence"])})
+        new[0]["pids"].append(next(spare_pids))
+        new[0]["evidence"].append(spare_eid)
+        row["perspectives"] = new
     claims_file.write_text(json.dumps(rows))
-    meta = train_task("stance", load_dataset(flipped, verify=False), IndexStore(tmp_path / "idx"),
-                      tmp_path / "models", seed=13, is_quick=True)
-    original = json.loads((trained_dir[2] / "stance" / META_FILE).read_text())
-    assert meta["thresholds"] == original["thresholds"] and meta["dev"] == original["dev"]
+    return folder
+
+
+def _labels(claim) -> tuple:
+    """Everything gold about a claim: relevant set, equivalent pairs, and per perspective its
+    stance and evidence."""
+    pairs = {frozenset((p, q)) for k in claim.clusters for p in k.pids for q in k.pids if p != q}
+    return (claim.gold_pids, pairs, {p: k.stance for k in claim.clusters for p in k.pids},
+            {p: frozenset(k.evidence) for k in claim.clusters for p in k.pids})
+
+
+def test_relabel_changes_every_kind_of_label_and_only_in_its_split(tmp_path):
+    before = load_dataset(write_dataset(tmp_path / "before"), verify=False)
+    after = load_dataset(_relabel(tmp_path / "after", "test"), verify=False)
+    assert (after.perspectives, after.evidence) == (before.perspectives, before.evidence)
+    for cid, claim in before.claims.items():
+        if claim.split != "test":
+            assert after.claims[cid] == claim
+            continue
+        gold, pairs, stance, evidence = _labels(claim)
+        gold2, pairs2, stance2, evidence2 = _labels(after.claims[cid])
+        assert gold < gold2 and not pairs & pairs2 and pairs2
+        assert all(stance[p] != stance2[p] and evidence[p] != evidence2[p] for p in gold), cid
+
+
+#: What the card says of training and tuning, less wall-clock figures.
+CLOCKS = ("seconds", "build_seconds", "pairs_per_second")
+
+
+def _made(meta: dict) -> dict:
+    """A card's tuned settings, dev metrics and training record, without timings."""
+    def still(value):
+        if isinstance(value, dict):
+            return {k: still(v) for k, v in value.items() if k not in CLOCKS}
+        return [still(v) for v in value] if isinstance(value, list) else value
+
+    return still({k: meta.get(k) for k in ("thresholds", "ranker_thresholds", "dev", "examples", "runs", "ranker")})
+
+
+def _fixed_table(trained_dir):
+    """The ranker's candidates and features for every fixture claim, from the original data."""
+    data, indexes, _ = trained_dir
+    dataset = load_dataset(data, verify=False)
+    featurizer = Featurizer.for_dataset(IndexStore(indexes), dataset)
+    return featurizer.table({c.cid: Debate.of(dataset, c) for c in dataset.claims.values()})
+
+
+def test_test_labels_never_reach_any_model_setting_or_the_ranker(tmp_path, trained_dir):
+    """Retrain all four tasks on data whose test labels are all changed: nothing moves.
+
+    Same seed: every card's thresholds (and the evidence ranker's), dev metrics and
+    training record, every model's weights, and the evidence ranker's probabilities on a
+    fixed table come out identical to the original models'. The indexes are shared: they
+    hold the pools' ids and texts only, which relabelling leaves as they were.
+    """
+    _, indexes, models = trained_dir
+    relabelled = load_dataset(_relabel(tmp_path / "data", "test"), verify=False)
+    store, again = IndexStore(indexes), tmp_path / "models"
+    for task in TASKS:
+        train_task(task, relabelled, store, again, seed=13, is_quick=True)
+    for task in TASKS:
+        original = json.loads((models / task / META_FILE).read_text())
+        retrained = json.loads((again / task / META_FILE).read_text())
+        assert original["thresholds"] and original["dev"]
+        assert _made(retrained) == _made(original), task
+        weights = "model.safetensors"
+        assert (again / task / weights).read_bytes() == (models / task / weights).read_bytes(), task
+    assert json.loads((again / "evidence" / META_FILE).read_text())["ranker_thresholds"]
+    table = _fixed_table(trained_dir)
+    assert len(table.keys) > 0
+    first = EvidenceRanker.load(models / "evidence").score(table)
+    assert np.ptp(first) > 0  # probabilities that differ by candidate, so equal arrays say something
+    assert np.array_equal(EvidenceRanker.load(again / "evidence").score(table), first)
+
+
+def test_the_same_change_to_dev_labels_does_move_them(tmp_path, trained_dir):
+    """The control: the comparison above can fail. Dev labels changed as the test labels
+    were there move every task's dev metrics, and the evidence ranker's own tuned cut."""
+    _, indexes, models = trained_dir
+    store = IndexStore(indexes)
+    ranker = EvidenceRanker.load(models / "evidence")
+    relabelled = load_dataset(_relabel(tmp_path / "data", "dev"), verify=False)
+    for task in TASKS:
+        card = json.loads((models / task / META_FILE).read_text())
+        changes = _tune_on_dev(task, load_task(models, task), relabelled, store, is_quick=True,
+                               show_progress=False, ranker=ranker if task == "evidence" else None)
+        assert changes["dev"] != card["dev"], task
+        if task == "evidence":
+            assert changes["ranker_thresholds"] != card["ranker_thresholds"]
 
 
 def test_loading_what_is_not_a_model_is_one_clear_error(tmp_path):
