@@ -28,6 +28,7 @@ from perspectrum.index import DenseIndex, IndexStore
 from perspectrum.light import (EVIDENCE_FEATURES, HEADS_FILE, META_FILE, ONLY, SETTING_KEYS, LightScorers,
                                equivalence_features, evidence_rows, pair_features, stance_features, probability)
 from perspectrum.scorers import STAGES
+from perspectrum.ranker import Key
 from perspectrum.search import Searcher
 
 

@@ -164,3 +164,22 @@ def traced_cache(tmp_path_factory) -> Path:
         os.environ.pop("PERSPECTRUM_CACHE", None)
     else:
         os.environ["PERSPECTRUM_CACHE"] = previous
+
+
+@pytest.fixture(scope="session")
+def trained_dir(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """(data, indexes, models): all four tasks trained in ``--quick`` mode by `perspectrum train
+    all`, which also chooses the pipeline's settings on dev; once per test run (about a minute)."""
+    from typer.testing import CliRunner
+
+    from perspectrum.cli import app
+    from perspectrum.models import TASKS
+
+    root = tmp_path_factory.mktemp("trained")
+    data = write_dataset(root / "data")
+    args = ["train", "all", "--quick", "--data-dir", str(data), "--no-verify", "--index-dir", str(root / "indexes"),
+            "--models-dir", str(root / "models"), "--json", str(root / "train.json")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert set(json.loads((root / "train.json").read_text())) == {*TASKS, "pipeline"}
+    return data, root / "indexes", root / "models"

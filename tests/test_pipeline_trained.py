@@ -1,6 +1,7 @@
 """The pipeline with fine-tuned scorers: tiny ``--quick`` cross-encoders and ranker on the
-ten-claim fixture, trained once per module with `perspectrum train all --quick`, which
-also chooses the pipeline's own settings on dev (`pipeline.json`).
+ten-claim fixture, trained once per run with `perspectrum train all --quick` (the
+``trained_dir`` fixture), which also chooses the pipeline's own settings on dev
+(`pipeline.json`).
 
 What the models score is not the point; that the fine-tuned path runs end to end, is
 scored end to end, and reads its settings from dev alone, is.
@@ -11,7 +12,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from perspectrum import Pipeline, PipelineConfig
@@ -24,20 +24,8 @@ from tests.conftest import write_dataset
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def quick(tmp_path_factory) -> tuple[Path, Path, Path]:
-    """(data, indexes, models): quick models trained and the pipeline tuned on dev."""
-    root = tmp_path_factory.mktemp("quick")
-    data = write_dataset(root / "data")
-    args = ["train", "all", "--quick", "--data-dir", str(data), "--no-verify", "--index-dir", str(root / "indexes"),
-            "--models-dir", str(root / "models"), "--json", str(root / "train.json")]
-    result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.output
-    return data, root / "indexes", root / "models"
-
-
-def test_train_all_chooses_the_pipeline_settings_on_dev(quick) -> None:
-    _, _, models = quick
+def test_train_all_chooses_the_pipeline_settings_on_dev(trained_dir) -> None:
+    _, _, models = trained_dir
     stored = json.loads((models / PIPELINE_FILE).read_text())
     assert stored["tuned_on"] == "dev" and set(stored["settings"]) == {"relevance", "stance", "expand"}
     summary = json.loads((models.parent / "train.json").read_text())
@@ -45,8 +33,8 @@ def test_train_all_chooses_the_pipeline_settings_on_dev(quick) -> None:
     assert len(runs) >= 4 and all({"t5", "t5_all", "mixed", "wrong_stance"} <= set(r) for r in runs)
 
 
-def test_fine_tuned_pipeline_answers_with_its_stored_settings(quick) -> None:
-    data, indexes, models = quick
+def test_fine_tuned_pipeline_answers_with_its_stored_settings(trained_dir) -> None:
+    data, indexes, models = trained_dir
     pipe = Pipeline.load(data, indexes, models, verify=False)
     assert pipe.system == "trained"
     stored = json.loads((models / PIPELINE_FILE).read_text())["settings"]
@@ -64,8 +52,8 @@ def test_fine_tuned_pipeline_answers_with_its_stored_settings(quick) -> None:
     assert nothing.perspectives == () and "relevance floor" in nothing.notice
 
 
-def test_evaluate_pipeline_end_to_end_on_the_fixture(quick, tmp_path: Path) -> None:
-    data, indexes, models = quick
+def test_evaluate_pipeline_end_to_end_on_the_fixture(trained_dir, tmp_path: Path) -> None:
+    data, indexes, models = trained_dir
     out = tmp_path / "pipeline.json"
     result = runner.invoke(app, ["evaluate", "--system", "pipeline", "--split", "dev", "--data-dir", str(data),
                                  "--no-verify", "--index-dir", str(indexes), "--models-dir", str(models),
@@ -78,8 +66,8 @@ def test_evaluate_pipeline_end_to_end_on_the_fixture(quick, tmp_path: Path) -> N
     assert set(scores["coverage"]) == {"pairs", "clusters"}
 
 
-def test_test_labels_cannot_move_the_pipeline_settings(quick, tmp_path: Path) -> None:
-    data, indexes, models = quick
+def test_test_labels_cannot_move_the_pipeline_settings(trained_dir, tmp_path: Path) -> None:
+    data, indexes, models = trained_dir
     dataset = load_dataset(data, verify=False)
     grid = {"margins": (0.0, 0.1), "neighbours": (0,)}
     baseline = tune_pipeline(dataset, Pipeline.load(data, indexes, models, verify=False), **grid)

@@ -53,19 +53,6 @@ def test_fine_tune_rejects_bad_targets():
         fine_tune([], [], TINY)
 
 
-@pytest.fixture(scope="module")
-def trained_dir(tmp_path_factory) -> tuple[Path, Path, Path]:
-    """(data, indexes, models) with all four tasks trained in quick mode."""
-    root = tmp_path_factory.mktemp("trained")
-    data = write_dataset(root / "data")
-    args = ["train", "all", "--quick", "--data-dir", str(data), "--no-verify", "--index-dir", str(root / "indexes"),
-            "--models-dir", str(root / "models"), "--json", str(root / "train.json")]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    assert set(TASKS) <= set(json.loads((root / "train.json").read_text()))  # `train all` may add "pipeline"
-    return data, root / "indexes", root / "models"
-
-
 def test_saved_models_round_trip_with_card(trained_dir):
     data, indexes, models = trained_dir
     for task in TASKS:

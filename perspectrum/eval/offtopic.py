@@ -2,8 +2,9 @@
 
 PERSPECTRUM's claims are debate motions; these are not: everyday statements, other
 languages, and letter salad. :data:`TUNE` (with :func:`letter_salad`) chooses the floor
-on dev; :data:`HELD_OUT` is never read while tuning and only reported, so the check is
-honest. All written for this project.
+on dev; :data:`HELD_OUT` (with the nonsense claim that first showed the problem, and a
+claim in Chinese) is never read while tuning, only by ``evaluate --system pipeline``, so
+the check is honest. All written for this project.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ TUNE = (
     "Le chat dort sur le canapé",
     "東京の電車はとても混んでいます",
     "Il gelato al pistacchio è il mio preferito",
-    "xyzzy plugh frobnicate",
     "lorem ipsum dolor sit amet consectetur",
     "asdf qwer zxcv uiop",
     "The screw needs a number two Phillips screwdriver",
@@ -38,6 +38,7 @@ TUNE = (
 )
 
 HELD_OUT = (
+    "xyzzy plugh frobnicate",
     "社交媒体对社会的影响",
     "Boil the pasta for nine minutes, then drain it",
     "The parcel was left with the neighbour at number twelve",

@@ -33,6 +33,7 @@ import numpy as np
 
 from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset
+from perspectrum.eval import offtopic
 from perspectrum.eval.ir import percent
 from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
 from perspectrum.errors import PerspectrumError
@@ -198,6 +199,8 @@ def evaluate_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "test", bat
     run_seconds = time.perf_counter() - began
     scores = score(claims, results)
     gold_input_t4 = gold_input_evidence(dataset, claims, results, pipe)
+    held_out = pipe.discover_many(list(offtopic.HELD_OUT), evidence=False)
+    answered = [claim for claim, r in zip(offtopic.HELD_OUT, held_out) if r.perspectives]
     stages = {stage: round(sum(r.timings.get(stage, 0.0) for r in results), 2) for stage in results[0].timings} \
         if results else {}
     oracle = _oracle(pipe.models_dir, split)
@@ -214,6 +217,8 @@ def evaluate_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "test", bat
                    "wrong_stance": round(scores["wrong_stance"] * 100, 2), "of_perspectives": scores["shown"]},
         "both_sides": round(scores["both_sides"] * 100, 2),
         "emptied": round(scores["emptied"] * 100, 2),
+        "offtopic": {"claims": len(offtopic.HELD_OUT), "answered": answered,
+                     "answered_share": round(100 * len(answered) / len(offtopic.HELD_OUT), 2)},
         "oracle": oracle,
         "t4_gold_input": gold_input_t4,
         "paper": {"ir_bert": PAPER_BERT, "human": PAPER_HUMAN},

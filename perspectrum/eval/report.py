@@ -132,7 +132,8 @@ def pipeline_summary(result: dict[str, Any]) -> list[str]:
             f"gold perspectives mix gold stances; {purity['wrong_stance']:.1f} % of {purity['of_perspectives']} "
             "returned gold perspectives are under the wrong stance",
             f"claims answered with both sides: {result['both_sides']:.1f} %; answered with nothing: "
-            f"{result['emptied']:.1f} %",
+            f"{result['emptied']:.1f} %; held-out off-topic claims answered: "
+            f"{len(result['offtopic']['answered'])} of {result['offtopic']['claims']}",
             "T4 on gold clusters with the pipeline's evidence cut: F1 "
             f"{result['t4_gold_input']['gold_siblings']['f1']:.1f} with every gold sibling cluster, "
             f"{result['t4_gold_input']['predicted_siblings']['f1']:.1f} with the returned clusters as siblings "
