@@ -453,7 +453,7 @@ def tune(
     for row in record["runs"]:
         chosen = "→ " if row is record["chosen"] or row == record["chosen"] else ""
         settings = row["settings"]
-        table.add_row(chosen + str(settings["relevance"]["floor"]), str(settings["stance"]["margin"]),
+        table.add_row(chosen + f"{settings['relevance']['floor']:.3f}", str(settings["stance"]["margin"]),
                       str(settings["expand"]["neighbours"]),
                       *(f"{row[k]:.1f}" for k in ("t1", "t2", "t3", "t4", "t4_all", "t5", "t5_all", "mixed",
                                                    "wrong_stance")), f"{row['seconds']:.0f}")

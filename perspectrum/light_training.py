@@ -217,12 +217,18 @@ def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: i
     return LightScorers(heads, settings, store, evidence_pool)
 
 
+#: What ``perspectrum tune`` chose on dev for the light heads (eval/results/tune_pipeline_light.json):
+#: a first run re-chooses only the floor among these, to stay short.
+LIGHT_MARGINS = (0.05,)
+LIGHT_NEIGHBOURS = (5,)
+
+
 def tune_light(dataset: Dataset, store: IndexStore, models_dir: str | Path, show_progress: bool = False,
-               margins: Sequence[float] = (0.0, 0.1), neighbours: Sequence[int] = (0, 5)) -> dict[str, Any]:
-    """Choose the pipeline's floor, stance margin and expansion for freshly trained light
-    heads on dev (a smaller grid than ``perspectrum tune``'s, to keep a first run short),
-    and store them in the heads' folder. Always over PERSPECTRUM's own pools, whatever
-    pools the pipeline that asked answers from.
+               margins: Sequence[float] = LIGHT_MARGINS, neighbours: Sequence[int] = LIGHT_NEIGHBOURS) -> dict[str, Any]:
+    """Choose the pipeline's relevance floor for freshly trained light heads on dev (with the
+    stance margin and expansion ``perspectrum tune`` chose for them), and store it in the
+    heads' folder. Always over PERSPECTRUM's own pools, whatever pools the pipeline that
+    asked answers from.
     """
     from perspectrum.eval.tuning import tune_pipeline
     from perspectrum.pipeline import Pipeline

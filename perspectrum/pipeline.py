@@ -312,16 +312,28 @@ class Pipeline:
             out += self._batch(texts[start:start + batch_size], top, evidence, explain)
         return out
 
+    def run_stages(self, claims: Sequence[str], until: str = STAGE_NAMES[-1]) -> list[ClaimState]:
+        """Every claim's state after the stages up to and including ``until``, unrounded
+        (what :meth:`discover` builds its results from; for tuning and inspection)."""
+        if until not in STAGE_NAMES:
+            raise PerspectrumError(f"unknown stage {until!r} (stages: {', '.join(STAGE_NAMES)})")
+        states = [ClaimState(check_claim(c)) for c in claims]
+        self._run(states, STAGE_NAMES[:STAGE_NAMES.index(until) + 1], {})
+        return states
+
+    def _run(self, states: list[ClaimState], names: Sequence[str], timings: dict[str, float]) -> None:
+        ready = self._get()
+        for stage in ready.stages:
+            if stage.name in names:
+                started = time.perf_counter()
+                stage.run(states, ready.context)
+                timings[stage.name] = time.perf_counter() - started
+
     def _batch(self, claims: list[str], top: int | None, with_evidence: bool, explain: bool) -> list[Discovery]:
         ready = self._get()
         states = [ClaimState(c) for c in claims]
         timings: dict[str, float] = {}
-        for stage in ready.stages:
-            if stage.name in EVIDENCE_STAGES and not with_evidence:
-                continue
-            started = time.perf_counter()
-            stage.run(states, ready.context)
-            timings[stage.name] = time.perf_counter() - started
+        self._run(states, [n for n in STAGE_NAMES if with_evidence or n not in EVIDENCE_STAGES], timings)
         timings["total"] = sum(timings.values())
         share = {k: round(v / len(claims), 4) for k, v in timings.items()}
         return [self._result(s, ready, share, top, with_evidence, explain) for s in states]

@@ -96,9 +96,12 @@ class CachingScorers:
 def choose_floor(real: Sequence[float], off: Sequence[float]) -> tuple[float, dict[str, float]]:
     """The floor on a claim's best blended relevance that best separates real claims from
     off-topic ones (mean of the two rates kept right), emptying at most
-    :data:`MAX_EMPTIED` of the real ones; the lowest such floor on ties."""
+    :data:`MAX_EMPTIED` of the real ones; the lowest such floor on ties. Floors are tried
+    halfway between neighbouring scores."""
     best, best_value = 0.0, -1.0
-    for floor in sorted({0.0, *(round(v, 4) for v in (*real, *off))}):
+    values = sorted({*real, *off})
+    # floors between neighbouring scores, so no claim sits exactly on one
+    for floor in [0.0, *((a + b) / 2 for a, b in zip(values, values[1:]))]:
         emptied = float(np.mean([r < floor for r in real])) if real else 0.0
         if emptied > MAX_EMPTIED:
             break
@@ -115,9 +118,8 @@ def floor_rates(floor: float, real: Sequence[float], off: Sequence[float]) -> di
 
 
 def best_relevance(pipe: Pipeline, claims: Sequence[str]) -> list[float]:
-    """Each claim's best blended relevance among its candidates, with no floor applied."""
-    results = pipe.discover_many(list(claims), evidence=False, explain=True)
-    return [max((c["score"] for c in r.trace["candidates"]), default=0.0) for r in results]  # type: ignore[index]
+    """Each claim's best blended relevance among its candidates (retrieve and relevance only)."""
+    return [max((c.score for c in s.candidates), default=0.0) for s in pipe.run_stages(claims, until="relevance")]
 
 
 def _metrics(scores: Mapping[str, Any]) -> dict[str, Any]:
@@ -178,6 +180,7 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
             return row
 
         def pick(rows: list[dict[str, Any]]) -> dict[str, Any]:
+            # when no run keeps mixed clusters under the cap (weak stance models), strict T5 decides alone
             allowed = [r for r in rows if r["mixed"] <= MAX_MIXED * 100] or rows
             return max(allowed, key=lambda r: (r["t5_all"], r["t5"]))
 
@@ -194,12 +197,12 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
         "settings": settings, "chosen": chosen,
         "rule": (f"floor: best separation of real and off-topic claims emptying at most {MAX_EMPTIED:.0%} of "
                  f"real ones; margin, then neighbours: best strict T5 with at most {MAX_MIXED:.0%} mixed clusters"),
-        "floor": {"value": floor, "tune": rates, "offtopic_tune": len(off),
+        "floor": {"value": round(floor, 6), "tune": rates, "offtopic_tune": len(off),
                   "held_out": floor_rates(floor, [], held_out), "held_out_best": [round(v, 4) for v in held_out],
                   "real_best": [round(v, 4) for v in real_best], "offtopic_best": [round(v, 4) for v in off_best]},
         "runs": runs,
         "seconds": round(time.perf_counter() - started, 1),
     }
-    write_json(folder / PIPELINE_FILE, {"settings": settings, "tuned_on": split, "dev": chosen,
+    write_json(folder / PIPELINE_FILE, {"settings": settings, "tuned_on": split, "dev": chosen, "floor": record["floor"]["tune"],
                                         "rule": record["rule"]})
     return record
