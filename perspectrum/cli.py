@@ -303,7 +303,7 @@ def discover(
     from perspectrum.display import debate, explain as explained
 
     if result.notice:
-        console.print(result.notice, markup=False, highlight=False)
+        console.print(result.notice, markup=False, highlight=False, soft_wrap=True)  # one line, as promised
     else:
         console.print(debate(result))
     if explain:
