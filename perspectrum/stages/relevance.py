@@ -41,7 +41,8 @@ class Relevance:
             ranking = ranked((c.id, c.score) for c in state.candidates)
             score = {c.id: c.score for c in state.candidates}
             state.kept = [Member(d, score[d]) for d in keep(ranking, setting)]
-            if not state.kept:
-                best = ranking[0][0] if ranking else 0.0
+            if not ranking:
+                state.notice = "nothing in the pool was retrieved for this claim"
+            elif not state.kept:
                 state.notice = (f"nothing in the pool is relevant to this claim: its best candidate scores "
-                                f"{best:.2f}, under the relevance floor of {self.floor:.2f} chosen on dev")
+                                f"{ranking[0][0]:.2f}, under the relevance floor of {self.floor:.2f} chosen on dev")
