@@ -218,7 +218,8 @@ def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: i
 
 
 #: What ``perspectrum tune`` chose on dev for the light heads (eval/results/tune_pipeline_light.json):
-#: a first run re-chooses only the floor among these, to stay short.
+#: a first run keeps these and chooses only the floor, which needs retrieval and relevance
+#: alone (an end-to-end dev run per setting would add minutes to a first answer).
 LIGHT_MARGINS = (0.05,)
 LIGHT_NEIGHBOURS = (5,)
 

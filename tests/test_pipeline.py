@@ -140,7 +140,10 @@ def test_config_overrides_and_validation(fresh) -> None:
     strict = Pipeline.load(data_dir, indexes, models, verify=False,
                            config=PipelineConfig(overrides={"relevance": {"k": 1}}))
     assert strict.settings["relevance"]["k"] == 1 and pipe.settings["relevance"]["k"] != 1
-    assert sum(len(p.phrasings) for p in strict.discover(CLAIM).perspectives) == 1
+    phrasings = [p for found in strict.discover(CLAIM).perspectives for p in found.phrasings]
+    assert len([p for p in phrasings if p.support_probability is not None]) == 1  # the rest: pool paraphrases
+    alone = strict.with_config(PipelineConfig(overrides={"relevance": {"k": 1}, "expand": {"neighbours": 0}}))
+    assert sum(len(p.phrasings) for p in alone.discover(CLAIM).perspectives) == 1
     with pytest.raises(PerspectrumError, match="unknown stage"):
         PipelineConfig(overrides={"relevancy": {}})
 

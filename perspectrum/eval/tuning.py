@@ -161,7 +161,8 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
 
     base = {"relevance": {"floor": 0.0}, "stance": {"margin": 0.0}, "expand": {"neighbours": 0}}
     runs: list[dict[str, Any]] = []
-    with progress(f"tune the pipeline on {split}", 1 + len(margins) + len(neighbours), enabled=show_progress) as advance:
+    steps = 1 if len(margins) == len(neighbours) == 1 else 1 + len(margins) + len(neighbours) - (0 in neighbours)
+    with progress(f"tune the pipeline on {split}", steps, enabled=show_progress) as advance:
         off = [*offtopic.TUNE, *offtopic.letter_salad(SALAD)]
         probe = run(base)
         real_best, off_best = best_relevance(probe, texts), best_relevance(probe, off)
@@ -184,11 +185,16 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
             allowed = [r for r in rows if r["mixed"] <= MAX_MIXED * 100] or rows
             return max(allowed, key=lambda r: (r["t5_all"], r["t5"]))
 
-        margin_rows = [trial(m, 0) for m in margins]
-        margin = pick(margin_rows)["settings"]["stance"]["margin"]
-        expand_rows = [r for r in margin_rows if r["settings"]["stance"]["margin"] == margin]
-        expand_rows += [trial(margin, n) for n in neighbours if n != 0]
-        chosen = pick(expand_rows)
+        if len(margins) == 1 and len(neighbours) == 1:
+            # nothing to choose but the floor (a fresh machine's short run): no end-to-end trial
+            chosen = {"settings": {"relevance": {"floor": floor}, "stance": {"margin": margins[0]},
+                                   "expand": {"neighbours": neighbours[0]}}}
+        else:
+            margin_rows = [trial(m, 0) for m in margins]
+            margin = pick(margin_rows)["settings"]["stance"]["margin"]
+            expand_rows = [r for r in margin_rows if r["settings"]["stance"]["margin"] == margin]
+            expand_rows += [trial(margin, n) for n in neighbours if n != 0]
+            chosen = pick(expand_rows)
     settings = chosen["settings"]
     folder = settings_folder(pipe)
     held_out = best_relevance(probe, list(offtopic.HELD_OUT))
