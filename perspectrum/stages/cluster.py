@@ -64,26 +64,22 @@ class Cluster:
         for state in states:
             vectors = context.dense.vectors([m.id for m in state.kept]) if state.kept else np.zeros((0, 1))
             cosines.append((vectors @ vectors.T).astype(np.float64))
+        matrices = [(1 - self.weight) * cosine for cosine in cosines]
+        text = context.perspective_text
         triples, where = [], []
         for n, state in enumerate(states):
             kept = state.kept
             for i, j in combinations(range(len(kept)), 2):
-                if kept[i].side * kept[j].side < 0:
-                    continue  # confident opposites: cannot-link
+                if kept[i].side * kept[j].side < 0:  # confident opposites: cannot-link
+                    matrices[n][i, j] = matrices[n][j, i] = 0.0
+                    continue
                 # a pair the model could not lift to the threshold even at 1.0 is not
                 # worth a forward pass: it keeps model score 0 (what such pairs score anyway)
                 if blend(1.0, cosines[n][i, j], self.weight) < self.threshold:
                     continue
-                text = context.perspective_text
                 triples.append((state.claim, text[kept[i].id], text[kept[j].id]))
                 where.append((n, i, j))
         scores = context.scorers.equivalence(triples)
-        matrices = [(1 - self.weight) * cosine for cosine in cosines]
-        for n, state in enumerate(states):
-            kept = state.kept
-            for i, j in combinations(range(len(kept)), 2):
-                if kept[i].side * kept[j].side < 0:
-                    matrices[n][i, j] = matrices[n][j, i] = 0.0
         for (n, i, j), score in zip(where, scores):
             value = matrices[n][i, j] + self.weight * float(score)
             matrices[n][i, j] = matrices[n][j, i] = value
