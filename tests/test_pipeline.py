@@ -111,6 +111,29 @@ def test_cli_discover_json_and_table(fresh) -> None:
     assert shown.exit_code == 0 and "supporting" in shown.stdout and "stage timings" in shown.stdout
 
 
+def test_cli_off_topic_claim_gets_one_line_and_an_empty_json_answer(fresh, tmp_path: Path) -> None:
+    import shutil
+
+    from perspectrum.scorers import PIPELINE_FILE
+
+    data_dir, indexes, models, _ = fresh
+    copy = tmp_path / "models"
+    shutil.copytree(models / "light", copy / "light")
+    stored = json.loads((copy / "light" / PIPELINE_FILE).read_text())
+    stored["settings"]["relevance"]["floor"] = 1.5  # above any blended score: nothing is relevant
+    (copy / "light" / PIPELINE_FILE).write_text(json.dumps(stored))
+    args = ["discover", "Tea or coffee", "--data-dir", str(data_dir), "--no-verify", "--index-dir", str(indexes),
+            "--models-dir", str(copy)]
+    shown = runner.invoke(app, args, env={"COLUMNS": "60"})
+    assert shown.exit_code == 0 and shown.stdout.strip().count("\n") == 0
+    assert shown.stdout.startswith("nothing in the pool is relevant") and "1.50" in shown.stdout
+    data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert data["perspectives"] == [] and data["notice"].startswith("nothing in the pool")
+    (copy / "light" / PIPELINE_FILE).write_text('{"settings": {"relevance": {"flor": 1}}}')
+    damaged = runner.invoke(app, args)
+    assert damaged.exit_code == 1 and "pipeline.json is damaged" in damaged.stderr
+
+
 def test_concurrent_calls_match_sequential_ones(fresh) -> None:
     pipe = fresh[3]
     claims = [CLAIM, "Zoos should be banned", "Fast food should be taxed", "Voting should be compulsory"] * 2
