@@ -41,6 +41,7 @@ from perspectrum.eval.trained import PAPER_BERT, PAPER_HUMAN, T_OF
 from perspectrum.pipeline import Discovery, Pipeline
 from perspectrum.ranker import Debate
 from perspectrum.rules import keep, ranked
+from perspectrum.stages import Evidence, configure
 
 
 def _found_claims(claims: Sequence[Claim], found: dict[int, set[int]]) -> list[Claim]:
@@ -138,8 +139,7 @@ def gold_input_evidence(dataset: Dataset, claims: Sequence[Claim], results: Sequ
     cluster with the clusters the pipeline returned for the claim as siblings (all but
     the one matched to it), as a system that only knows its own answer would have.
     """
-    setting = pipe.settings["evidence"]
-    cut = {k: setting[k] for k in ("relative", "threshold", "k", "min_keep")}
+    stage = configure(Evidence, pipe.settings["evidence"])
     gold: dict[Any, Debate] = {}
     predicted: dict[Any, Debate] = {}
     for claim, result in zip(claims, results):
@@ -153,12 +153,12 @@ def gold_input_evidence(dataset: Dataset, claims: Sequence[Claim], results: Sequ
                 predicted[(claim.cid, index)] = Debate(claim.text, (texts[index], *siblings))
     out = {}
     for name, debates in (("gold_siblings", gold), ("predicted_siblings", predicted)):
-        keys, probs = pipe.scorers.evidence(debates, setting["depth"])
+        keys, probs = pipe.scorers.evidence(debates, stage.depth)
         scored: dict[Any, list[tuple[Any, float]]] = {}
         for (key, cluster, doc_id), p in zip(keys, probs):
             if cluster == 0:
                 scored.setdefault(key, []).append((doc_id, float(p)))
-        out[name] = percent(t4_evidence(claims, {key: keep(ranked(run), cut) for key, run in scored.items()}))
+        out[name] = percent(t4_evidence(claims, {key: keep(ranked(run), stage.cut) for key, run in scored.items()}))
     return out
 
 

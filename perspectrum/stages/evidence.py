@@ -32,6 +32,11 @@ class Evidence:
     min_keep: int
     depth: int = 20
 
+    @property
+    def cut(self) -> dict[str, Any]:
+        """The cut as :func:`perspectrum.rules.keep` takes it (also what evaluation applies)."""
+        return {"relative": self.relative, "threshold": self.threshold, "k": self.k, "min_keep": self.min_keep}
+
     def run(self, states: list[ClaimState], context: Context) -> None:
         text = context.perspective_text
         debates = {n: Debate(s.claim, tuple(tuple(text[s.kept[i].id] for i in g.members) for g in s.groups))
@@ -40,10 +45,9 @@ class Evidence:
         scores: dict[tuple[int, int], list[tuple[Any, float]]] = {}
         for (n, c, doc_id), p in zip(keys, probs):
             scores.setdefault((n, c), []).append((doc_id, float(p)))
-        setting = {"relative": self.relative, "threshold": self.threshold, "k": self.k, "min_keep": self.min_keep}
         for n, state in enumerate(states):
             for c, group in enumerate(state.groups):
                 run = ranked(scores.get((n, c), []))
                 prob = {d: p for p, d in run}
                 group.evidence = [EvidenceHit(d, context.evidence_text[d], round(prob[d], 4))
-                                  for d in keep(run, setting)]
+                                  for d in keep(run, self.cut)]
