@@ -26,10 +26,10 @@ from perspectrum.eval.ir import percent
 from perspectrum.eval.trained import RELEVANCE_DEPTH, Matrices, Scored, tune
 from perspectrum.index import DenseIndex, IndexStore
 from perspectrum.light import (EVIDENCE_FEATURES, HEADS_FILE, META_FILE, ONLY, SETTING_KEYS, LightScorers,
-                               equivalence_features, evidence_rows, pair_features, stance_features, probability)
+                               equivalence_features, evidence_featurizer, pair_features, probability,
+                               stance_features)
 from perspectrum.scorers import STAGES
-from perspectrum.ranker import Key
-from perspectrum.search import Searcher
+from perspectrum.ranker import Debate, Featurizer, Key
 
 
 def _logistic(seed: int) -> Any:
@@ -131,19 +131,23 @@ def _equivalence(inputs: _Inputs, seed: int) -> tuple[Any, Matrices]:
     return head, matrices
 
 
-def _evidence(inputs: _Inputs, bm25: Searcher, dense: DenseIndex, seed: int) -> tuple[Any, dict[str, Scored]]:
+def _evidence(inputs: _Inputs, featurizer: Featurizer, seed: int) -> tuple[Any, dict[str, Scored]]:
     """Each gold cluster's candidates, labelled by the cluster's gold evidence.
 
     Every cluster of a dev claim takes part in the sibling comparisons; only those with
-    gold evidence are scored, as T4 is.
+    gold evidence are scored, as T4 is. Texts take the vectors already at hand (the
+    claims', and the perspective index's), so training encodes nothing here.
     """
     dataset = inputs.dataset
+    known = {dataset.perspectives[pid].text: pid for c in [*inputs.train, *inputs.dev] for pid in c.gold_pids}
+    claims = {c.text: inputs.claims[c.cid] for c in [*inputs.train, *inputs.dev]}
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        return np.array([claims[t] if t in claims else inputs.perspectives.vectors([known[t]])[0] for t in texts])
 
     def table(split: Sequence[Claim]) -> tuple[list[Key], np.ndarray]:
-        return evidence_rows(bm25, dense, [
-            (c.cid, inputs.claims[c.cid], [([dataset.perspectives[p].text for p in k.pids],
-                                            inputs.perspectives.vectors(list(k.pids))) for k in c.clusters])
-            for c in split])
+        found = featurizer.table({c.cid: Debate.of(dataset, c) for c in split}, embed=embed)
+        return found.keys, found.features
 
     keys, x = table(inputs.train)
     head = _fit(_trees, seed, x, [d in dataset.claims[cid].clusters[i].evidence for cid, i, d in keys], "evidence")
@@ -184,7 +188,7 @@ def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: i
     train, dev = dataset.split("train"), dataset.split("dev")
     if not train or not dev:
         raise PerspectrumError("the light heads need claims in both the train and the dev split")
-    bm25, dense = (store.open(evidence_pool, kind, show_progress=show_progress) for kind in ("bm25", "dense"))
+    featurizer = evidence_featurizer(store, evidence_pool, show_progress)
     perspectives = store.open(Pool.from_dataset(dataset, "perspectives"), "dense", show_progress=show_progress)
     heads: dict[str, Any] = {}
     settings: dict[str, dict[str, Any]] = {}
@@ -195,7 +199,7 @@ def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: i
         inputs = _Inputs(dataset, train, dev, dict(zip((c.cid for c in (*train, *dev)), vectors)), perspectives)
         advance(1)
         fitters = {"relevance": _relevance, "stance": _stance, "equivalence": _equivalence,
-                   "evidence": lambda i, s: _evidence(i, bm25, dense, s)}
+                   "evidence": lambda i, s: _evidence(i, featurizer, s)}
         for stage in STAGES:
             advance(0, f"fitting {stage}")
             heads[stage], scores = fitters[stage](inputs, seed)

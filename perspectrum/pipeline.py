@@ -221,7 +221,7 @@ class Pipeline:
 
     # --------------------------------------------------------------- loading
     def _scorers(self) -> Scorers:
-        from perspectrum.light import LightScorers
+        from perspectrum.light import LightScorers, StaleHeads
         from perspectrum.scorers import TrainedScorers, models_present
 
         if self._scorers_given is not None:
@@ -229,9 +229,13 @@ class Pipeline:
         if models_present(self.models_dir):
             return TrainedScorers(self.models_dir, self.store, self.evidence_pool)
         light = self.models_dir / LIGHT_FOLDER
+        why = f"no fine-tuned models in {self.models_dir}"
         if (light / "light.json").is_file():
-            return LightScorers.load(light, self.store, self.evidence_pool)
-        say(f"no fine-tuned models in {self.models_dir}: training light heads on frozen MiniLM embeddings "
+            try:
+                return LightScorers.load(light, self.store, self.evidence_pool)
+            except StaleHeads as exc:
+                why = str(exc)
+        say(f"{why}: training light heads on frozen MiniLM embeddings "
             "(a few minutes, once); run `perspectrum train all` for the accurate models")
         from perspectrum.data import load_dataset
         from perspectrum.light_training import train_light, tune_light

@@ -19,7 +19,7 @@ scores like those it will see on unseen claims.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,48 +84,85 @@ def _versus_siblings(matrix: np.ndarray, own: int) -> tuple[np.ndarray, np.ndarr
     return mine, mine - (others.max(axis=1) if others.shape[1] else 0.0)
 
 
-class Featurizer:
-    """Retrieves each cluster's candidate paragraphs and computes :data:`FEATURES`.
+#: Columns read from the ``sentences`` pool, whose dense index is opened only when one is asked for.
+SENTENCE_FEATURES = frozenset({"sent_cos", "sent_comp", "first_cos", "first_comp", "sent_gap"})
+#: How a cluster searches the dense index: ``text`` encodes its paraphrases joined by spaces;
+#: ``centroid`` searches with the centroid of their vectors (no long text to encode).
+DENSE_QUERIES = ("text", "centroid")
 
-    Needs the evidence pool's BM25 and dense indexes and the ``sentences`` pool's
-    dense index (built if missing, as every index is).
+
+class Featurizer:
+    """Retrieves each cluster's candidate paragraphs and computes evidence features.
+
+    The one featurizer of evidence candidates: the ranker reads every column of
+    :data:`FEATURES`; the light evidence head (:mod:`perspectrum.light`) reads a subset
+    without the sentence pool, searching with cluster centroids.
+
+    Args:
+        store: where the evidence pool's BM25 and dense indexes live (built if missing),
+            and the ``sentences`` pool's dense index when a column of
+            :data:`SENTENCE_FEATURES` is asked for.
+        evidence: the evidence pool.
+        columns: the columns of :data:`FEATURES` to compute, in this order.
+        dense_query: one of :data:`DENSE_QUERIES`.
     """
 
     @classmethod
     def for_dataset(cls, store: IndexStore, dataset: Dataset, show_progress: bool = False) -> Featurizer:
-        """The featurizer over PERSPECTRUM's own evidence pool."""
+        """The ranker's featurizer over PERSPECTRUM's own evidence pool."""
         return cls(store, Pool.from_dataset(dataset, "evidence"), show_progress)
 
-    def __init__(self, store: IndexStore, evidence: Pool, show_progress: bool = False) -> None:
+    def __init__(self, store: IndexStore, evidence: Pool, show_progress: bool = False,
+                 columns: Sequence[str] = FEATURES, dense_query: str = "text") -> None:
+        unknown = [c for c in columns if c not in FEATURES]
+        if unknown or dense_query not in DENSE_QUERIES:
+            raise ValueError(f"unknown evidence feature or dense query: {unknown or dense_query}")
+        self.columns = tuple(columns)
+        self.dense_query = dense_query
         self.bm25 = store.open(evidence, "bm25", show_progress=show_progress)
         self.dense = store.open(evidence, "dense", show_progress=show_progress)
-        self.sentences = store.open(store.sentences(evidence), "dense", show_progress=show_progress)
         self.hybrid = HybridSearcher(self.bm25, self.dense)
         self.encoder = store.encoder
         self.chars = dict(zip(evidence.ids, (len(t) for t in evidence.texts)))
+        self.sentences = None
         rows: dict[str, list[int]] = {}  # keyed by the paragraph id as text: own pools may use strings
-        for row, doc_id in enumerate(self.sentences.doc_ids):
-            rows.setdefault(str(paragraph_of(doc_id)), []).append(row)
+        if SENTENCE_FEATURES.intersection(self.columns):
+            self.sentences = store.open(store.sentences(evidence), "dense", show_progress=show_progress)
+            for row, doc_id in enumerate(self.sentences.doc_ids):
+                rows.setdefault(str(paragraph_of(doc_id)), []).append(row)
         self._sentence_rows = rows
 
-    def table(self, debates: Mapping[Any, Debate], depth: int = DEPTH) -> Table:
-        """Every cluster's hybrid top-``depth`` paragraphs (paraphrases as the query) with features."""
+    def table(self, debates: Mapping[Any, Debate], depth: int = DEPTH,
+              embed: Callable[[Sequence[str]], np.ndarray] | None = None) -> Table:
+        """Every cluster's hybrid top-``depth`` paragraphs (paraphrases as the query) with features.
+
+        ``embed`` gives unit vectors of texts (default: the store's encoder); training
+        passes vectors it already has.
+        """
+        embed = embed or self.encoder.encode
         order = list(debates)
         queries = {key: [" ".join(c) for c in debates[key].clusters] for key in order}
         flat = [(key, i, q) for key in order for i, q in enumerate(queries[key])]
-        runs = self.hybrid.batch_search([q for _, _, q in flat], depth)
-        hits = {(key, i): run for (key, i, _), run in zip(flat, runs)}
+        texts = [t for key in order for c in debates[key].clusters for t in c]
+        vectors = iter(embed(texts) if texts else ())
+        claims = dict(zip(order, embed([debates[k].claim for k in order]))) if order else {}
+        perspectives = {key: [np.array([next(vectors) for _ in c]) for c in debates[key].clusters] for key in order}
+        centroids = {key: _unit(np.array([p.mean(axis=0) for p in perspectives[key]])) for key in order
+                     if perspectives[key]}
+        if self.dense_query == "text":
+            found = self.hybrid.batch_search([q for _, _, q in flat], depth)
+        else:
+            wide = max(depth, self.hybrid.params.depth)
+            found = self.hybrid.fuse(self.bm25.batch_search([q for _, _, q in flat], wide), self.dense.search_vectors(
+                np.array([centroids[key][i] for key, i, _ in flat], dtype=np.float32).reshape(len(flat), -1), wide),
+                depth) if flat else []
+        hits = {(key, i): run for (key, i, _), run in zip(flat, found)}
         best_bm25 = [h[0].score if h else 0.0 for h in self.bm25.batch_search([q for _, _, q in flat], 1)]
         top_bm25 = {(key, i): s or 1.0 for (key, i, _), s in zip(flat, best_bm25)}
-        texts = [t for key in order for c in debates[key].clusters for t in c]
-        vectors = iter(self.encoder.encode(texts) if texts else ())
-        claims = dict(zip(order, self.encoder.encode([debates[k].claim for k in order]))) if order else {}
         keys: list[Key] = []
         blocks: list[np.ndarray] = []
         for key in order:
             clusters = debates[key].clusters
-            perspectives = [np.array([next(vectors) for _ in c]) for c in clusters]
-            centroids = _unit(np.array([p.mean(axis=0) for p in perspectives]))
             runs_of = [hits[(key, j)] for j in range(len(clusters))]
             # every candidate of the claim, scored once by each cluster's query
             candidates = list(dict.fromkeys(h.doc_id for run in runs_of for h in run))
@@ -138,19 +175,20 @@ class Featurizer:
                 if not ids:
                     continue
                 rows = [column[d] for d in ids]
-                blocks.append(self._features(i, ids, claims[key], perspectives, centroids, bm25[rows],
+                blocks.append(self._features(i, ids, claims[key], perspectives[key], centroids[key], bm25[rows],
                                              np.array([[r.get(d, 0.0) for r in rrf] for d in ids])))
                 keys += [(key, i, d) for d in ids]
-        features = np.vstack(blocks) if blocks else np.zeros((0, len(FEATURES)))
+        features = np.vstack(blocks) if blocks else np.zeros((0, len(self.columns)))
         return Table(keys, features, hits)
 
     def _features(self, i: int, ids: list[int], claim: np.ndarray, perspectives: list[np.ndarray],
                   centroids: np.ndarray, bm25_all: np.ndarray, rrf_all: np.ndarray) -> np.ndarray:
-        """:data:`FEATURES` of cluster ``i``'s candidates ``ids``.
+        """The chosen columns of :data:`FEATURES` for cluster ``i``'s candidates ``ids``.
 
         ``bm25_all`` and ``rrf_all`` are (candidates × clusters): each cluster query's
         BM25 over its top score, and the fused score in each cluster's run over its top
-        hit's (0 where that run lacks the paragraph).
+        hit's (0 where that run lacks the paragraph). A margin ("comp") over the best
+        sibling is the value itself when the claim has one cluster.
         """
         n_clusters = len(perspectives)
         paragraphs = self.dense.vectors(ids)
@@ -158,12 +196,7 @@ class Featurizer:
         cos, cos_comp = _versus_siblings(cos_all, i)
         bm25, bm25_comp = _versus_siblings(bm25_all, i)
         rrf, rrf_comp = _versus_siblings(rrf_all, i)
-        sentence_vectors = [self.sentences.embeddings[self._sentence_rows[str(d)]] for d in ids]
-        sent_all = np.array([[float((s @ p.T).max()) for p in perspectives] for s in sentence_vectors])
-        first_all = np.array([[float((s[0] @ p.T).max()) for p in perspectives] for s in sentence_vectors])
         persp_all = np.array([[float((v @ p.T).max()) for p in perspectives] for v in paragraphs])
-        sent, sent_comp = _versus_siblings(sent_all, i)
-        first, first_comp = _versus_siblings(first_all, i)
         persp, persp_comp = _versus_siblings(persp_all, i)
         columns = {
             "cos": cos, "cos_comp": cos_comp, "cos_rank": (cos_all > cos[:, None]).sum(axis=1),
@@ -172,10 +205,17 @@ class Featurizer:
             "in_runs": (rrf_all > 0).sum(axis=1), "clusters": np.full(len(ids), n_clusters),
             "bm25_comp": bm25_comp, "bm25_rank": (bm25_all > bm25[:, None]).sum(axis=1), "rrf_comp": rrf_comp,
             "chars": np.array([self.chars[d] for d in ids]),
-            "sent_cos": sent, "sent_comp": sent_comp, "first_cos": first, "first_comp": first_comp,
-            "persp_cos": persp, "persp_comp": persp_comp, "sent_gap": sent - sent.max(),
+            "persp_cos": persp, "persp_comp": persp_comp,
         }
-        return np.column_stack([columns[name] for name in FEATURES]).astype(np.float64)
+        if self.sentences is not None:
+            sentence_vectors = [self.sentences.embeddings[self._sentence_rows[str(d)]] for d in ids]
+            sent_all = np.array([[float((s @ p.T).max()) for p in perspectives] for s in sentence_vectors])
+            first_all = np.array([[float((s[0] @ p.T).max()) for p in perspectives] for s in sentence_vectors])
+            sent, sent_comp = _versus_siblings(sent_all, i)
+            first, first_comp = _versus_siblings(first_all, i)
+            columns.update({"sent_cos": sent, "sent_comp": sent_comp, "first_cos": first, "first_comp": first_comp,
+                            "sent_gap": sent - sent.max()})
+        return np.column_stack([columns[name] for name in self.columns]).astype(np.float64)
 
 
 def second_stage(keys: Sequence[Key], first: np.ndarray) -> np.ndarray:

@@ -35,7 +35,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from perspectrum.crossencoder import CrossEncoderModel
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.examples import claim_perspective_input, equivalence_input, evidence_input

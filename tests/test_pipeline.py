@@ -134,6 +134,28 @@ def test_cli_off_topic_claim_gets_one_line_and_an_empty_json_answer(fresh, tmp_p
     assert damaged.exit_code == 1 and "pipeline.json is damaged" in damaged.stderr
 
 
+def test_light_heads_of_another_version_are_fitted_again(fresh, tmp_path: Path, capsys) -> None:
+    """Heads saved with other evidence features (an older version) are refit, saying why."""
+    import shutil
+
+    import joblib
+
+    from perspectrum.light import HEADS_FILE, StaleHeads
+
+    data_dir, indexes, models, pipe = fresh
+    copy = shutil.copytree(models / "light", tmp_path / "models" / "light")
+    saved = joblib.load(copy / HEADS_FILE)
+    joblib.dump({**saved, "evidence_features": ("cos", "cos_margin")}, copy / HEADS_FILE)
+    with pytest.raises(StaleHeads, match="another kind or version"):
+        from perspectrum.light import LightScorers
+
+        LightScorers.load(copy, pipe.store, pipe.evidence_pool)
+    refit = Pipeline.load(data_dir, indexes, tmp_path / "models", verify=False)
+    assert refit.system == "light"
+    assert "another kind or version: training light heads" in capsys.readouterr().err
+    assert tuple(joblib.load(copy / HEADS_FILE)["evidence_features"]) == tuple(saved["evidence_features"])
+
+
 def test_concurrent_calls_match_sequential_ones(fresh) -> None:
     pipe = fresh[3]
     claims = [CLAIM, "Zoos should be banned", "Fast food should be taxed", "Voting should be compulsory"] * 2

@@ -13,6 +13,7 @@ import pytest
 from perspectrum.data import Pool, load_dataset, paragraph_of, sentence_id
 from perspectrum.errors import PerspectrumError
 from perspectrum.index import IndexStore
+from perspectrum.light import EVIDENCE_FEATURES
 from perspectrum.ranker import (
     FEATURES,
     RANKER_FILE,
@@ -27,9 +28,13 @@ from tests.conftest import write_dataset
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
+def root(tmp_path_factory):
+    return tmp_path_factory.mktemp("ranker")
+
+
+@pytest.fixture(scope="module")
+def setup(root):
     """(dataset, featurizer, table of the train claims, labels)."""
-    root = tmp_path_factory.mktemp("ranker")
     dataset = load_dataset(write_dataset(root / "data"), verify=False)
     featurizer = Featurizer.for_dataset(IndexStore(root / "indexes"), dataset)
     train = dataset.split("train")
@@ -69,6 +74,31 @@ def test_features_compare_a_paragraph_with_the_sibling_clusters(setup):
     assert own[comp] > 0 > sibling[comp]
     assert own[comp] == pytest.approx(-sibling[comp])  # two clusters: one margin, opposite signs
     assert own[FEATURES.index("clusters")] == 2 and own[FEATURES.index("sent_cos")] >= own[FEATURES.index("cos")] - 0.5
+
+
+def test_the_light_head_reads_the_rankers_own_columns(setup, root):
+    """One featurizer serves both: a subset of columns is the same numbers, without the sentence pool."""
+    dataset, _, table, _ = setup
+    light = Featurizer(IndexStore(root / "indexes"), Pool.from_dataset(dataset, "evidence"), columns=EVIDENCE_FEATURES)
+    subset = light.table({c.cid: Debate.of(dataset, c) for c in dataset.split("train")}, depth=5)
+    assert light.sentences is None and subset.keys == table.keys
+    assert np.array_equal(subset.features, table.features[:, [FEATURES.index(c) for c in EVIDENCE_FEATURES]])
+    with pytest.raises(ValueError, match="unknown"):
+        Featurizer(IndexStore(root / "indexes"), Pool.from_dataset(dataset, "evidence"), columns=("nope",))
+
+
+def test_a_lone_cluster_and_a_centroid_query(setup, root):
+    """A claim with one cluster has no sibling: each margin is the value itself. Centroid
+    queries retrieve for the same clusters as text queries."""
+    dataset, _, _, _ = setup
+    claim = dataset.split("train")[0]
+    lone = {claim.cid: Debate(claim.text, Debate.of(dataset, claim).clusters[:1])}
+    featurizer = Featurizer(IndexStore(root / "indexes"), Pool.from_dataset(dataset, "evidence"),
+                            columns=("cos", "cos_comp", "rrf", "rrf_comp"), dense_query="centroid")
+    table = featurizer.table(lone, depth=5)
+    assert {(k, i) for k, i, _ in table.keys} == {(claim.cid, 0)} and len(table.keys) == 5
+    assert np.array_equal(table.features[:, 0], table.features[:, 1])
+    assert np.array_equal(table.features[:, 2], table.features[:, 3])
 
 
 def test_second_stage_columns_by_hand():
