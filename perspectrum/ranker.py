@@ -29,7 +29,7 @@ import numpy as np
 from perspectrum._io import atomic_write
 from perspectrum.data import Claim, Dataset, Pool, paragraph_of
 from perspectrum.errors import PerspectrumError
-from perspectrum.index import IndexStore
+from perspectrum.index import DenseIndex, IndexStore
 from perspectrum.search import Hit, HybridSearcher
 
 #: Hybrid candidates per cluster (dev T4 F1 of the first stage: 57.0 at 20, 55.9 at 40).
@@ -124,7 +124,7 @@ class Featurizer:
         self.hybrid = HybridSearcher(self.bm25, self.dense)
         self.encoder = store.encoder
         self.chars = dict(zip(evidence.ids, (len(t) for t in evidence.texts)))
-        self.sentences = None
+        self.sentences: DenseIndex | None = None
         rows: dict[str, list[int]] = {}  # keyed by the paragraph id as text: own pools may use strings
         if SENTENCE_FEATURES.intersection(self.columns):
             self.sentences = store.open(store.sentences(evidence), "dense", show_progress=show_progress)
