@@ -86,6 +86,8 @@ def _versus_siblings(matrix: np.ndarray, own: int) -> tuple[np.ndarray, np.ndarr
 
 #: Columns read from the ``sentences`` pool, whose dense index is opened only when one is asked for.
 SENTENCE_FEATURES = frozenset({"sent_cos", "sent_comp", "first_cos", "first_comp", "sent_gap"})
+#: Columns that need each candidate's BM25 against every cluster query (skipped when none is asked for).
+BM25_FEATURES = frozenset({"bm25", "bm25_comp", "bm25_rank"})
 #: How a cluster searches the dense index: ``text`` encodes its paraphrases joined by spaces;
 #: ``centroid`` searches with the centroid of their vectors (no long text to encode).
 DENSE_QUERIES = ("text", "centroid")
@@ -157,7 +159,10 @@ class Featurizer:
                 np.array([centroids[key][i] for key, i, _ in flat], dtype=np.float32).reshape(len(flat), -1), wide),
                 depth) if flat else []
         hits = {(key, i): run for (key, i, _), run in zip(flat, found)}
-        best_bm25 = [h[0].score if h else 0.0 for h in self.bm25.batch_search([q for _, _, q in flat], 1)]
+        # BM25 of every candidate against every cluster query: only for the columns that read it
+        with_bm25 = bool(BM25_FEATURES.intersection(self.columns))
+        best_bm25 = ([h[0].score if h else 0.0 for h in self.bm25.batch_search([q for _, _, q in flat], 1)]
+                     if with_bm25 else [1.0] * len(flat))
         top_bm25 = {(key, i): s or 1.0 for (key, i, _), s in zip(flat, best_bm25)}
         keys: list[Key] = []
         blocks: list[np.ndarray] = []
@@ -167,8 +172,11 @@ class Featurizer:
             # every candidate of the claim, scored once by each cluster's query
             candidates = list(dict.fromkeys(h.doc_id for run in runs_of for h in run))
             column = {d: n for n, d in enumerate(candidates)}
-            bm25 = (self.bm25.score(queries[key], candidates).T /
-                    np.array([top_bm25[(key, j)] for j in range(len(clusters))])) if candidates else None
+            if with_bm25 and candidates:
+                bm25 = (self.bm25.score(queries[key], candidates).T /
+                        np.array([top_bm25[(key, j)] for j in range(len(clusters))]))
+            else:
+                bm25 = np.zeros((len(candidates), len(clusters)))
             rrf = [{h.doc_id: h.score / run[0].score if run[0].score else 0.0 for h in run} for run in runs_of]
             for i, run in enumerate(runs_of):
                 ids = [h.doc_id for h in run]
