@@ -42,8 +42,11 @@ app = typer.Typer(
 )
 data_app = typer.Typer(help="Check or download the PERSPECTRUM v1.0 files.", no_args_is_help=True)
 index_app = typer.Typer(help="Build the BM25 and dense indexes.", no_args_is_help=True)
+models_app = typer.Typer(help="List, export and install trained models (train once, share everywhere).",
+                         no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(index_app, name="index")
+app.add_typer(models_app, name="models")
 console = Console()
 
 DataDir = Annotated[
@@ -465,6 +468,70 @@ def tune(
     console.print(f"chosen: {json.dumps(record['settings'])} ({record['rule']}); {record['seconds']:.0f} s")
     if json_path:
         console.print(f"wrote {write_json(json_path, record)}")
+
+
+def _metric(values: Any) -> str:
+    """A model's headline metric for the models table: F1 (and accuracy), or '-'."""
+    if not isinstance(values, dict) or "f1" not in values:
+        return "-"
+    return f"F1 {values['f1']:.1f}" + (f", acc {values['accuracy']:.1f}" if "accuracy" in values else "")
+
+
+@models_app.command("list")
+def models_list(
+    models_dir: ModelsDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the inventory as JSON.")] = False,
+) -> None:
+    """What is installed, which system `discover` will use, and how good each model is."""
+    from perspectrum.bundle import inventory
+
+    found = inventory(_models_dir(models_dir))
+    if as_json:
+        typer.echo(json.dumps(found, indent=2))
+        return
+    table = Table(title=f"models in {found['models_dir']}")
+    for column in ("name", "kind", "base", "data checksum", "dev", "test", "MB"):
+        table.add_column(column, overflow="fold")
+    for entry in found["entries"]:
+        dev = entry["dev"] if entry["name"] != "light" else None
+        table.add_row(entry["name"], entry["kind"], str(entry["base_model"] or "-").split("/")[-1],
+                      (entry["data_checksum"] or "-")[:12], _metric(dev), _metric(entry["test"]),
+                      f"{entry['size_bytes'] / 1e6:.1f}")
+    console.print(table)
+    console.print(f"discover uses: {found['system']}", highlight=False)
+
+
+@models_app.command("export")
+def models_export(
+    out: Annotated[Path, typer.Argument(help="The archive to write (e.g. perspectrum-models.tar.gz).")],
+    models_dir: ModelsDir = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Pack every model folder, the light heads and pipeline.json with a manifest of SHA-256 sums."""
+    from perspectrum.bundle import export_models
+    from perspectrum.data import data_checksum, resolve_data_dir
+
+    manifest = export_models(_models_dir(models_dir), out, data_checksum(resolve_data_dir(data_dir)),
+                             show_progress=True)
+    console.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {', '.join(manifest['entries'])}; "
+                  f"{len(manifest['files'])} files, data {manifest['data_checksum'][:12]}…")
+
+
+@models_app.command("install")
+def models_install(
+    source: Annotated[str, typer.Argument(help="A bundle from `perspectrum models export`: a path, or a "
+                                          "file://, http:// or https:// URL.")],
+    models_dir: ModelsDir = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Verify a bundle (every sum, the version, the data checksum) and swap it in whole."""
+    from perspectrum.bundle import install_models
+    from perspectrum.data import data_checksum, resolve_data_dir
+
+    target = _models_dir(models_dir)
+    manifest = install_models(source, target, data_checksum(resolve_data_dir(data_dir)), show_progress=True)
+    console.print(f"installed {', '.join(manifest['entries'])} into {target} ({len(manifest['files'])} files "
+                  f"verified; made by perspectrum {manifest['perspectrum_version']} on {manifest['created']})")
 
 
 def main() -> None:

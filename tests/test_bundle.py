@@ -1,0 +1,239 @@
+"""Sharing models: list, export → install round trips (path, file:// and loopback HTTP), and
+every refusal (damaged, tampered, truncated, other data, other version) leaving the installed
+models exactly as they were."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import json
+import tarfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from perspectrum import Pipeline
+from perspectrum.bundle import MANIFEST, export_models, install_models, inventory
+from perspectrum.cli import app
+from perspectrum.data import data_checksum
+from perspectrum.errors import PerspectrumError
+
+runner = CliRunner()
+CHECKSUM = "a" * 64
+
+
+def fake_models(root: Path, checksum: str = CHECKSUM) -> Path:
+    """A models folder with the bundle's layout (no real weights: sums and swaps are the point)."""
+    for task in ("relevance", "stance", "equivalence", "evidence"):
+        (root / task).mkdir(parents=True)
+        (root / task / "perspectrum.json").write_text(json.dumps(
+            {"task": task, "base_model": "m", "data_checksum": checksum, "dev": {"f1": 50.0}}))
+        (root / task / "model.safetensors").write_bytes(task.encode() * 1000)
+    (root / "evidence" / "ranker.joblib").write_bytes(b"ranker")
+    (root / "stance" / "members" / "seed-14").mkdir(parents=True)
+    (root / "stance" / "members" / "seed-14" / "model.safetensors").write_bytes(b"member")
+    (root / "pipeline.json").write_text(json.dumps({"settings": {}}))
+    (root / "base" / "mpnet").mkdir(parents=True)  # local, never bundled
+    (root / "base" / "mpnet" / "config.json").write_text("{}")
+    return root
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def rewrite(bundle: Path, out: Path, change) -> Path:
+    """Copy a bundle, passing each (name, bytes) through ``change`` (``None`` drops it)."""
+    with tarfile.open(bundle, "r:gz") as source, tarfile.open(out, "w:gz") as target:
+        for member in source.getmembers():
+            changed = change(member.name, source.extractfile(member).read())
+            if changed is not None:
+                info = tarfile.TarInfo(member.name)
+                info.size = len(changed)
+                target.addfile(info, io.BytesIO(changed))
+    return out
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    models = fake_models(tmp_path / "team")
+    export_models(models, tmp_path / "bundle.tar.gz", CHECKSUM)
+    return tmp_path / "bundle.tar.gz"
+
+
+@pytest.fixture
+def installed(tmp_path: Path) -> Path:
+    """Models already installed on the user's machine, which every refused install must keep."""
+    root = fake_models(tmp_path / "mine", checksum=CHECKSUM)
+    (root / "relevance" / "model.safetensors").write_bytes(b"my own relevance model")
+    return root
+
+
+def test_inventory_names_the_system_and_sizes(tmp_path: Path) -> None:
+    assert inventory(tmp_path / "none")["system"] == "light (trained on first use)"
+    found = inventory(fake_models(tmp_path / "m"))
+    assert found["system"] == "trained"
+    by_name = {e["name"]: e for e in found["entries"]}
+    assert set(by_name) == {"relevance", "stance", "equivalence", "evidence", "pipeline.json"}
+    assert by_name["stance"]["size_bytes"] == len("stance" * 1000) + len(b"member") + len(
+        (tmp_path / "m" / "stance" / "perspectrum.json").read_bytes())
+    assert by_name["evidence"]["data_checksum"] == CHECKSUM
+
+
+def test_export_lists_every_file_with_its_sum_and_leaves_local_files_out(bundle: Path, tmp_path: Path) -> None:
+    with tarfile.open(bundle) as archive:
+        names = set(archive.getnames())
+        manifest = json.loads(archive.extractfile(MANIFEST).read())
+    assert names == {MANIFEST, *manifest["files"]}
+    assert "stance/members/seed-14/model.safetensors" in names and not any(n.startswith("base/") for n in names)
+    source = tmp_path / "team" / "evidence" / "ranker.joblib"
+    assert manifest["files"]["evidence/ranker.joblib"] == hashlib.sha256(source.read_bytes()).hexdigest()
+    assert manifest["data_checksum"] == CHECKSUM and manifest["system"] == "trained"
+
+
+def test_export_refuses_models_trained_on_other_data(tmp_path: Path) -> None:
+    with pytest.raises(PerspectrumError, match="other data"):
+        export_models(fake_models(tmp_path / "m"), tmp_path / "b.tar.gz", "b" * 64)
+    with pytest.raises(PerspectrumError, match="nothing to export"):
+        export_models(tmp_path / "empty", tmp_path / "b.tar.gz", CHECKSUM)
+    assert not (tmp_path / "b.tar.gz").exists()
+
+
+def test_install_replaces_the_models_and_keeps_local_files(bundle: Path, installed: Path, tmp_path: Path) -> None:
+    install_models(str(bundle), installed, CHECKSUM)
+    assert snapshot(installed) == snapshot(tmp_path / "team")  # the team's models, and the local base kept
+    install_models(bundle.resolve().as_uri(), tmp_path / "fresh" / "models", CHECKSUM)  # file:// into a new folder
+    assert snapshot(tmp_path / "fresh" / "models") == {k: v for k, v in snapshot(installed).items()
+                                                      if not k.startswith("base/")}
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("corrupt", "damaged or truncated"),
+    ("wrong-sum", "does not match its SHA-256"),
+    ("extra-file", "does not list"),
+    ("escape", "outside the models' folders"),
+    ("other-data", "other data"),
+    ("other-version", "cannot use"),
+    ("no-manifest", "no manifest.json"),
+])
+def test_refused_bundles_leave_the_installed_models_intact(bundle: Path, installed: Path, tmp_path: Path,
+                                                           damage: str, message: str) -> None:
+    before = snapshot(installed)
+    bad = tmp_path / f"{damage}.tar.gz"
+    if damage == "corrupt":
+        data = bytearray(bundle.read_bytes())
+        data[len(data) // 2: len(data) // 2 + 64] = b"\x00" * 64
+        bad.write_bytes(bytes(data))
+    elif damage == "wrong-sum":
+        rewrite(bundle, bad, lambda n, b: b + b"!" if n == "evidence/ranker.joblib" else b)
+    elif damage == "extra-file":
+        _append(bundle, bad, "light/extra.bin", b"not in the manifest")
+    elif damage == "escape":
+        _append(bundle, bad, "../outside.txt", b"escape")
+    else:
+        def manifest(name: str, body: bytes) -> bytes | None:
+            if name != MANIFEST:
+                return body
+            if damage == "no-manifest":
+                return None
+            data = json.loads(body)
+            data.update({"other-data": {"data_checksum": "b" * 64},
+                         "other-version": {"perspectrum_version": "9.0.0"}}[damage])
+            return json.dumps(data).encode()
+        rewrite(bundle, bad, manifest)
+    with pytest.raises(PerspectrumError, match=message):
+        install_models(str(bad), installed, CHECKSUM)
+    assert snapshot(installed) == before
+    assert [p.name for p in installed.parent.iterdir() if p.name.startswith(".")] == []  # no leftovers
+
+
+def _append(bundle: Path, out: Path, name: str, body: bytes) -> None:
+    """``bundle`` with one more member, ``name``, that its manifest does not list."""
+    with tarfile.open(bundle, "r:gz") as source, tarfile.open(out, "w:gz") as target:
+        for member in source.getmembers():
+            target.addfile(member, source.extractfile(member))
+        info = tarfile.TarInfo(name)
+        info.size = len(body)
+        target.addfile(info, io.BytesIO(body))
+
+
+@contextmanager
+def serve(body: bytes, announce: int | None = None) -> Iterator[str]:
+    """A loopback HTTP server that sends ``body`` once per request, announcing ``announce`` bytes."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            self.send_response(200)
+            self.send_header("Content-Length", str(announce if announce is not None else len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.close_connection = True
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/models.tar.gz"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_install_over_http_and_a_truncated_download(bundle: Path, installed: Path, tmp_path: Path) -> None:
+    before = snapshot(installed)
+    data = bundle.read_bytes()
+    with serve(data[: len(data) // 2], announce=len(data)) as url:
+        with pytest.raises(PerspectrumError, match="truncated|broke off"):
+            install_models(url, installed, CHECKSUM)
+    assert snapshot(installed) == before
+    with serve(data) as url:
+        install_models(url, installed, CHECKSUM)
+    assert snapshot(installed) == snapshot(tmp_path / "team")
+    with pytest.raises(PerspectrumError, match="cannot install from ftp://"):
+        install_models("ftp://example.invalid/b.tar.gz", installed, CHECKSUM)
+
+
+def test_cli_round_trip_gives_identical_discover_output(trained_dir, tmp_path: Path) -> None:
+    data, indexes, models = trained_dir
+    out = tmp_path / "shared.tar.gz"
+    common = ["--data-dir", str(data)]
+    result = runner.invoke(app, ["models", "export", str(out), "--models-dir", str(models), *common])
+    assert result.exit_code == 0, result.output
+    fresh = tmp_path / "elsewhere" / "models"
+    result = runner.invoke(app, ["models", "install", out.as_uri(), "--models-dir", str(fresh), *common])
+    assert result.exit_code == 0, result.output
+    listed = runner.invoke(app, ["models", "list", "--models-dir", str(fresh), "--json"])
+    assert json.loads(listed.stdout)["system"] == "trained"
+    claim = "Animals should have legal rights"
+    answers = []
+    for folder in (models, fresh):
+        found = Pipeline.load(data, indexes, folder, verify=False).discover(claim).to_dict()
+        found.pop("timings")
+        answers.append(found)
+    assert answers[0] == answers[1] and answers[0]["perspectives"]
+    assert data_checksum(data) == json.loads((fresh / "relevance" / "perspectrum.json").read_text())["data_checksum"]
+
+
+def test_cli_refusal_is_one_line(bundle: Path, data_dir: Path, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["models", "install", str(bundle), "--models-dir", str(tmp_path / "m"),
+                                 "--data-dir", str(data_dir)])
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0 and "other data" in result.output
+    assert not (tmp_path / "m").exists()
+
+
+def test_cli_list_shows_each_model_and_the_system(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["models", "list", "--models-dir", str(fake_models(tmp_path / "m"))],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "discover uses: trained" in result.output and "F1 50.0" in result.output
+    assert all(task in result.output for task in ("relevance", "stance", "equivalence", "evidence"))
