@@ -31,18 +31,23 @@ def sentences(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in found if s.strip())
 
 
+def window_starts(count: int, size: int = WINDOW, stride: int = 1) -> list[int]:
+    """The first sentence of each window of a ``count``-sentence paragraph (see :func:`windows`)."""
+    if size < 1 or stride < 1:
+        raise ValueError("size and stride must be at least 1")
+    if count <= size:
+        return [0] if count else []
+    starts = list(range(0, count - size + 1, stride))
+    if starts[-1] != count - size:
+        starts.append(count - size)
+    return starts
+
+
 def windows(text: str, size: int = WINDOW, stride: int = 1) -> list[str]:
     """Consecutive ``size``-sentence windows, starting every ``stride`` sentences.
 
     A paragraph with fewer than ``size`` sentences is one window (the whole text). With
     ``stride > 1`` the last window is always kept, so every sentence is covered.
     """
-    if size < 1 or stride < 1:
-        raise ValueError("size and stride must be at least 1")
     parts = sentences(text)
-    if len(parts) <= size:
-        return [" ".join(parts)] if parts else []
-    starts = list(range(0, len(parts) - size + 1, stride))
-    if starts[-1] != len(parts) - size:
-        starts.append(len(parts) - size)
-    return [" ".join(parts[s:s + size]) for s in starts]
+    return [" ".join(parts[s:s + size]) for s in window_starts(len(parts), size, stride)]

@@ -13,7 +13,7 @@ from perspectrum.examples import (
     stance_examples,
     stance_target,
 )
-from perspectrum.text import sentences, windows
+from perspectrum.text import sentences, window_starts, windows
 
 
 def test_relevance_positives_are_gold_and_negatives_are_retrieved_non_gold(dataset):
@@ -82,6 +82,8 @@ def test_windows_are_three_sentences_and_cover_the_paragraph():
     assert strided == [windows(text)[0], windows(text)[2]]  # the last sentence is still covered
     assert windows("Only one sentence here.") == ["Only one sentence here."]
     assert windows("") == []
+    assert window_starts(5, stride=2) == [0, 2] and window_starts(6, stride=2) == [0, 2, 3]
+    assert window_starts(2) == [0] and window_starts(0) == []
 
 
 def test_evidence_positives_are_all_windows_of_gold_paragraphs(dataset):
