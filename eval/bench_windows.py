@@ -1,0 +1,157 @@
+"""Does the window verifier verify? Two checks of the 3-sentence window scores on dev.
+
+    python eval/bench_windows.py [--models-dir models] [--clusters 200] [--json eval/results/windows_<system>.json]
+
+- separation: for a seeded sample of dev gold clusters with evidence, every gold paragraph
+  and every non-gold paragraph of the cluster's hybrid top-20 (what the ranker reads) gets
+  its best window's score (windows every 2 sentences, as `discover` reads them); ROC AUC of
+  that score, gold against non-gold, pooled over the clusters.
+- highlight: on the hand-labelled dev pairs of ``eval/window_labels.json`` (see
+  ``eval/window_sample.py``; 47 of the 50 have a sentence that states the cluster's point),
+  the share whose best-scored window holds the sentence that states it most directly
+  (strict) or any sentence that states it (lenient); beside each, the share for always the
+  first window and for a window picked at random (expected), which a verifier must beat.
+
+The window scorer is whichever ``discover`` would use with ``--models-dir``: the fine-tuned
+evidence cross-encoder, or the light heads' untrained cosine (fitted first if missing); or,
+with ``--sentence-cosine``, the mean cosine of the window's sentences to the perspective.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from perspectrum._io import write_json  # noqa: E402
+from perspectrum.data import Dataset, load_dataset  # noqa: E402
+from perspectrum.eval.trained import evidence_candidates  # noqa: E402
+from perspectrum.pipeline import Pipeline  # noqa: E402
+from perspectrum.rules import EVIDENCE_STRIDE  # noqa: E402
+from perspectrum.scorers import Scorers  # noqa: E402
+from perspectrum.text import WINDOW, sentences, window_starts, windows  # noqa: E402
+
+LABELS = ROOT / "eval" / "window_labels.json"
+
+
+def best_windows(scorers: Scorers, jobs: list[tuple[str, str, str]]) -> list[tuple[int, float]]:
+    """For each (claim, perspective, paragraph): the index and score of its best window."""
+    triples, owner = [], []
+    for n, (claim, perspective, paragraph) in enumerate(jobs):
+        for window in windows(paragraph, stride=EVIDENCE_STRIDE):
+            triples.append((claim, perspective, window))
+            owner.append(n)
+    scores = scorers.windows(triples)
+    best: list[tuple[int, float]] = [(-1, -np.inf)] * len(jobs)
+    position = [0] * len(jobs)
+    for n, score in zip(owner, scores):
+        if score > best[n][1]:
+            best[n] = (position[n], float(score))
+        position[n] += 1
+    return best
+
+
+def highlight(dataset: Dataset, scorers: Scorers) -> dict[str, object]:
+    """Share of hand-labelled pairs whose best window holds the sentence that states the point
+    most directly (strict) or any sentence that states it (lenient), beside two blind choices."""
+    labels = [p for p in json.loads(LABELS.read_text(encoding="utf-8"))["pairs"] if p["point"]]
+    jobs, spans = [], []
+    for pair in labels:
+        claim = dataset.claims[pair["claim"]]
+        text = dataset.evidence[pair["evidence"]].text
+        count = len(sentences(text))
+        if count != pair["sentences"]:
+            raise SystemExit(f"paragraph {pair['evidence']} now splits into {count} sentences, not "
+                             f"{pair['sentences']}: the labels no longer fit; label again")
+        perspective = dataset.perspectives[claim.clusters[pair["cluster"]].pids[0]].text
+        jobs.append((claim.text, perspective, text))
+        spans.append([set(range(s, s + WINDOW)) for s in window_starts(count, WINDOW, EVIDENCE_STRIDE)])
+    chosen = [index for index, _ in best_windows(scorers, jobs)]
+    result: dict[str, object] = {"pairs": len(labels),
+                                 "windows_per_pair": round(float(np.mean([len(s) for s in spans])), 2)}
+    for name, wanted in (("strict", lambda pair: {pair["best"]}), ("lenient", lambda pair: set(pair["point"]))):
+        hit = [[bool(window & wanted(pair)) for window in windows_] for windows_, pair in zip(spans, labels)]
+        result[name] = {"right": _percent([h[i] for h, i in zip(hit, chosen)]),
+                        "first_window": _percent([h[0] for h in hit]),
+                        "random_window": _percent([float(np.mean(h)) for h in hit])}
+    return result
+
+
+def _percent(values: list[float]) -> float:
+    return round(100 * float(np.mean(values)), 1)
+
+
+def separation(dataset: Dataset, scorers: Scorers, store: object, clusters: int, seed: int) -> dict[str, object]:
+    """ROC AUC of the best-window score: gold paragraphs against retrieved non-gold ones."""
+    from sklearn.metrics import roc_auc_score
+
+    dev = dataset.split("dev")
+    keys = [(c.cid, i) for c in dev for i, cluster in enumerate(c.clusters) if cluster.evidence]
+    chosen = sorted(random.Random(seed).sample(keys, min(clusters, len(keys))))
+    retrieved = evidence_candidates(store, dataset, dev)  # type: ignore[arg-type]
+    jobs, gold = [], []
+    for cid, index in chosen:
+        claim = dataset.claims[cid]
+        cluster = claim.clusters[index]
+        perspective = dataset.perspectives[cluster.pids[0]].text
+        paragraphs = list(dict.fromkeys([*cluster.evidence, *(h.doc_id for h in retrieved[(cid, index)])]))
+        for eid in paragraphs:
+            jobs.append((claim.text, perspective, dataset.evidence[eid].text))
+            gold.append(eid in cluster.evidence)
+    scores = [score for _, score in best_windows(scorers, jobs)]
+    return {"clusters": len(chosen), "paragraphs": len(jobs), "gold": int(sum(gold)),
+            "auc": round(float(roc_auc_score(gold, scores)), 4)}
+
+
+class SentenceCosine:
+    """An untrained window scorer to measure against: the mean cosine (MiniLM) between the
+    perspective and each sentence of the window, so one matching sentence counts and a long
+    paragraph is not diluted into one vector."""
+
+    kind = "sentence-cosine"
+
+    def __init__(self, store: object) -> None:
+        self.encoder = store.encoder  # type: ignore[attr-defined]
+
+    def windows(self, triples: list[tuple[str, str, str]]) -> np.ndarray:
+        parts = [sentences(window) for _, _, window in triples]
+        texts = list(dict.fromkeys([p for _, p, _ in triples] + [s for ss in parts for s in ss]))
+        vectors = dict(zip(texts, self.encoder.encode(texts)))
+        return np.array([float(np.mean([vectors[s] @ vectors[p] for s in ss])) if ss else 0.0
+                         for (_, p, _), ss in zip(triples, parts)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models-dir", type=Path, default=None)
+    parser.add_argument("--clusters", type=int, default=200, help="dev gold clusters sampled for the AUC")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--sentence-cosine", action="store_true",
+                        help="score windows by mean sentence cosine instead of the models' window scorer")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    dataset = load_dataset()
+    pipe = Pipeline.load(models_dir=args.models_dir, show_progress=True)
+    scorers = SentenceCosine(pipe.store) if args.sentence_cosine else pipe.scorers
+    system = "sentence-cosine" if args.sentence_cosine else pipe.system
+    started = time.perf_counter()
+    result: dict[str, object] = {"system": system, "split": "dev", "stride": EVIDENCE_STRIDE,
+                                 "highlight": highlight(dataset, scorers)}  # type: ignore[arg-type]
+    print("highlight:", result["highlight"], flush=True)
+    result["separation"] = separation(dataset, scorers, pipe.store, args.clusters, args.seed)  # type: ignore[arg-type]
+    print("separation:", result["separation"], flush=True)
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    out = args.json or ROOT / "eval" / "results" / f"windows_{system}.json"
+    print(f"wrote {write_json(out, result)}")
+
+
+if __name__ == "__main__":
+    main()
