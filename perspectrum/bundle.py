@@ -16,7 +16,6 @@ holds besides the bundle (the unpacked MPNet base) is carried over by hard links
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import io
 import json
@@ -36,6 +35,7 @@ from perspectrum import __version__
 from perspectrum._io import atomic_folder, atomic_write
 from perspectrum._progress import progress
 from perspectrum.crossencoder import META_FILE
+from perspectrum.data import sha256_file
 from perspectrum.errors import PerspectrumError
 from perspectrum.models import TASKS
 from perspectrum.scorers import PIPELINE_FILE, models_present
@@ -48,15 +48,6 @@ LIGHT = "light"
 #: What a bundle carries, in the order listed: everything else in ``models/`` stays local.
 ENTRIES = (*TASKS, LIGHT, PIPELINE_FILE)
 _BLOCK = 1 << 20
-
-
-def sha256_of(path: Path) -> str:
-    """Hex SHA-256 of a file, read in blocks (model weights run to hundreds of MB)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(_BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _files(root: Path, entry: str) -> Iterator[Path]:
@@ -161,7 +152,7 @@ def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
     with progress("checksums", len(files), enabled=show_progress) as advance:
         sums = {}
         for path in files:
-            sums[path.relative_to(root).as_posix()] = sha256_of(path)
+            sums[path.relative_to(root).as_posix()] = sha256_file(path)
             advance(1)
     manifest = {"format": FORMAT, "perspectrum_version": __version__, "data_checksum": data_checksum,
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -252,7 +243,7 @@ def _unpack(archive_path: Path, into: Path, data_checksum: str) -> dict[str, Any
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with archive.extractfile(member) as source, target.open("wb") as out:  # type: ignore[union-attr]
                     shutil.copyfileobj(source, out, _BLOCK)
-                if sha256_of(target) != manifest["files"][name]:
+                if sha256_file(target) != manifest["files"][name]:
                     raise PerspectrumError(f"{name} in the bundle does not match its SHA-256 in the manifest")
     except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
         raise PerspectrumError(f"the bundle is damaged or truncated ({type(exc).__name__}: {exc})"
