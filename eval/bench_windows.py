@@ -1,6 +1,6 @@
 """Does the window verifier verify? Two checks of the 3-sentence window scores on dev.
 
-    python eval/bench_windows.py [--models-dir models] [--clusters 200] [--json eval/results/windows_<system>.json]
+    python eval/bench_windows.py [--cross-encoder] [--models-dir models] [--clusters 80] [--json FILE]
 
 - separation: for a seeded sample of dev gold clusters with evidence, every gold paragraph
   and every non-gold paragraph of the cluster's hybrid top-20 (what the ranker reads) gets
@@ -12,9 +12,9 @@
   (strict) or any sentence that states it (lenient); beside each, the share for always the
   first window and for a window picked at random (expected), which a verifier must beat.
 
-The window scorer is whichever ``discover`` would use with ``--models-dir``: the fine-tuned
-evidence cross-encoder, or the light heads' untrained cosine (fitted first if missing); or,
-with ``--sentence-cosine``, the mean cosine of the window's sentences to the perspective.
+The window scorer is the one ``discover`` uses (the mean cosine of the window's sentences to
+the perspective, :mod:`perspectrum.highlight`), or with ``--cross-encoder`` the fine-tuned
+evidence cross-encoder of ``--models-dir``, which ``discover`` used before.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ sys.path.insert(0, str(ROOT))
 from perspectrum._io import write_json  # noqa: E402
 from perspectrum.data import Dataset, load_dataset  # noqa: E402
 from perspectrum.eval.trained import evidence_candidates  # noqa: E402
+from perspectrum.examples import evidence_input  # noqa: E402
+from perspectrum.models import load_task  # noqa: E402
 from perspectrum.pipeline import Pipeline  # noqa: E402
 from perspectrum.rules import EVIDENCE_STRIDE  # noqa: E402
 from perspectrum.scorers import Scorers  # noqa: E402
@@ -111,39 +113,35 @@ def separation(dataset: Dataset, scorers: Scorers, store: object, clusters: int,
             "auc": round(float(roc_auc_score(gold, scores)), 4)}
 
 
-class SentenceCosine:
-    """An untrained window scorer to measure against: the mean cosine (MiniLM) between the
-    perspective and each sentence of the window, so one matching sentence counts and a long
-    paragraph is not diluted into one vector."""
+class CrossEncoderWindows:
+    """The fine-tuned evidence cross-encoder as a window scorer (what ``discover`` used before)."""
 
-    kind = "sentence-cosine"
+    kind = "cross-encoder"
 
-    def __init__(self, store: object) -> None:
-        self.encoder = store.encoder  # type: ignore[attr-defined]
+    def __init__(self, models_dir: Path) -> None:
+        self.members = load_task(models_dir, "evidence")
 
     def windows(self, triples: list[tuple[str, str, str]]) -> np.ndarray:
-        parts = [sentences(window) for _, _, window in triples]
-        texts = list(dict.fromkeys([p for _, p, _ in triples] + [s for ss in parts for s in ss]))
-        vectors = dict(zip(texts, self.encoder.encode(texts)))
-        return np.array([float(np.mean([vectors[s] @ vectors[p] for s in ss])) if ss else 0.0
-                         for (_, p, _), ss in zip(triples, parts)])
+        pairs = [evidence_input(c, p, w) for c, p, w in triples]
+        return np.mean([m.score(pairs) for m in self.members], axis=0)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models-dir", type=Path, default=None)
-    parser.add_argument("--clusters", type=int, default=200, help="dev gold clusters sampled for the AUC")
+    parser.add_argument("--clusters", type=int, default=80, help="dev gold clusters sampled for the AUC")
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--sentence-cosine", action="store_true",
-                        help="score windows by mean sentence cosine instead of the models' window scorer")
+    parser.add_argument("--cross-encoder", action="store_true",
+                        help="score windows with the fine-tuned evidence cross-encoder instead of discover's scorer")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     dataset = load_dataset()
     pipe = Pipeline.load(models_dir=args.models_dir, show_progress=True)
-    scorers = SentenceCosine(pipe.store) if args.sentence_cosine else pipe.scorers
-    system = "sentence-cosine" if args.sentence_cosine else pipe.system
+    scorers = CrossEncoderWindows(pipe.models_dir) if args.cross_encoder else pipe.scorers
+    system = "cross-encoder" if args.cross_encoder else "sentence-cosine"
     started = time.perf_counter()
-    result: dict[str, object] = {"system": system, "split": "dev", "stride": EVIDENCE_STRIDE,
+    result: dict[str, object] = {"command": " ".join(["python eval/bench_windows.py", *sys.argv[1:]]),
+                                 "scorer": system, "models": pipe.system, "split": "dev", "stride": EVIDENCE_STRIDE,
                                  "highlight": highlight(dataset, scorers)}  # type: ignore[arg-type]
     print("highlight:", result["highlight"], flush=True)
     result["separation"] = separation(dataset, scorers, pipe.store, args.clusters, args.seed)  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ is what answers at run time; fitting and tuning live in :mod:`perspectrum.light_
 - evidence: gradient-boosted trees on how a retrieved paragraph fits its cluster
   *compared with the claim's other clusters*: 35 % of a cluster's hybrid top-20 is gold
   evidence for a sibling cluster, which similarity to one cluster alone cannot tell apart;
-- windows: untrained cosine (see :meth:`LightScorers.windows`).
+- windows: untrained mean sentence cosine (see :mod:`perspectrum.highlight`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
+from perspectrum.highlight import SentenceWindows
 from perspectrum.index import IndexStore
 from perspectrum.ranker import DEPTH, Debate, Featurizer, Key
 from perspectrum.scorers import STAGES, Pair, Triple, merge_pipeline_file
@@ -148,18 +149,9 @@ class LightScorers:
         return table.keys, probability(self.heads["evidence"], table.features)
 
     def windows(self, triples: Sequence[Triple]) -> np.ndarray:
-        """(cos(window, perspective) + 1) / 2, untrained.
-
-        The pipeline keeps paragraphs by :meth:`evidence` alone; windows only choose
-        which passage of a kept paragraph to show, a ranking inside one paragraph that
-        needs no calibrated probability. PERSPECTRUM labels whole paragraphs, so there
-        is no window-level label to train on anyway.
-        """
-        if not triples:
-            return np.zeros(0)
-        embed = _embedder(self.store, [t for _, p, w in triples for t in (p, w)])
-        cos = _cosines(embed([p for _, p, _ in triples]), embed([w for _, _, w in triples]))[:, 0]
-        return np.clip((cos + 1) / 2, 0.0, 1.0)
+        """Mean sentence cosine (:mod:`perspectrum.highlight`), sentences encoded as needed:
+        the light path does not build the sentence index."""
+        return SentenceWindows(self.store.encoder).score(triples)
 
     @classmethod
     def load(cls, folder: str | Path, store: IndexStore, evidence: Pool) -> LightScorers:

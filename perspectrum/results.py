@@ -19,7 +19,8 @@ class Phrasing:
     """One perspective sentence of the pool, its relevance to the claim and its own P(support).
 
     ``support_probability`` is ``None`` for a paraphrase that joined its cluster from
-    the pool after clustering (it takes the cluster's stance unread).
+    the pool after clustering unread (expansion without ``agree``: it takes the
+    cluster's stance).
     """
 
     id: int | str
@@ -32,7 +33,10 @@ class Phrasing:
 class EvidenceHit:
     """A paragraph backing a perspective, with its best 3-sentence window when verified.
 
-    ``window_start``/``window_end`` are character offsets of the window in ``text``
+    ``window_score`` is how plainly that window states the perspective (the scorers'
+    ``windows``: by default the mean sentence cosine, clipped to [0, 1]), a ranking among
+    the paragraph's windows rather than a probability. ``window_start``/``window_end`` are
+    character offsets of the window in ``text``
     (``None`` when the paragraph was not verified or the window could not be placed).
     """
 

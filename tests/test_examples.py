@@ -13,7 +13,7 @@ from perspectrum.examples import (
     stance_examples,
     stance_target,
 )
-from perspectrum.text import sentences, window_starts, windows
+from perspectrum.text import sentences, window_sentences, window_starts, windows
 
 
 def test_relevance_positives_are_gold_and_negatives_are_retrieved_non_gold(dataset):
@@ -84,6 +84,9 @@ def test_windows_are_three_sentences_and_cover_the_paragraph():
     assert windows("") == []
     assert window_starts(5, stride=2) == [0, 2] and window_starts(6, stride=2) == [0, 2, 3]
     assert window_starts(2) == [0] and window_starts(0) == []
+    # a window made here gives back the sentences it was joined from, without splitting it again
+    assert window_sentences(windows(text)[1]) == ("It rained.", "We left.", "They stayed.")
+    assert window_sentences("Never made. Split now.") == ("Never made.", "Split now.")
 
 
 def test_evidence_positives_are_all_windows_of_gold_paragraphs(dataset):

@@ -1,8 +1,8 @@
-"""Stage 7: the 3-sentence window of each kept paragraph that best supports its cluster.
+"""Stage 7: the 3-sentence window of each kept paragraph that states its cluster's point.
 
-Selection is the ranker's; the window model only marks which passage to show (what the
-CLI highlights). Verifying every kept paragraph moved dev T4 by +0.3 F1 at several
-times the cost, so only the top ``top`` paragraphs per cluster are read.
+Selection is the ranker's; the window scores (the scorers' ``windows``, by default the
+mean sentence cosine of :mod:`perspectrum.highlight`) only mark which passage to show,
+what the CLI highlights, for the top ``top`` paragraphs of each cluster.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import ClassVar
 
 from perspectrum.rules import EVIDENCE_STRIDE
 from perspectrum.stages.base import ClaimState, Context
-from perspectrum.text import sentences, windows
+from perspectrum.text import window_sentences, windows
 
 
 def place(paragraph: str, window: str) -> tuple[int | None, int | None]:
     """Character span of a window (sentences joined by spaces) inside its paragraph."""
-    parts = sentences(window)
+    parts = window_sentences(window)
     if not parts:
         return None, None
     start = paragraph.find(parts[0])
