@@ -435,7 +435,7 @@ def tune(
     models_dir: ModelsDir = None,
     no_verify: NoVerify = False,
 ) -> None:
-    """Choose the pipeline's relevance floor, stance margin and expansion on dev; store them beside the models.
+    """Choose the pipeline's relevance floor, stance margin, clustering cut and expansion on dev; store them beside the models.
 
     Runs `discover` end to end over the dev claims (and off-topic claims for the
     floor) once per setting tried; model scores are computed once and reused.
@@ -449,7 +449,7 @@ def tune(
     pipe = Pipeline.load(data_dir, _store(index_dir).root, models_dir, verify=not no_verify, show_progress=True)
     record = tune_pipeline(dataset, pipe, show_progress=True)
     table = Table(title=f"pipeline settings tried on dev ({record['system']} models), %")
-    columns = ("floor", "margin", "neighbours", "T1", "T2 found", "T3", "T4 found", "T4 all", "T5 found",
+    columns = ("floor", "margin", "cut", "neighbours", "T1", "T2 found", "T3", "T4 found", "T4 all", "T5 found",
                "T5 strict", "mixed", "wrong stance", "s")
     for column in columns:
         table.add_column(column, justify="right")
@@ -457,7 +457,7 @@ def tune(
         chosen = "→ " if row is record["chosen"] or row == record["chosen"] else ""
         settings = row["settings"]
         table.add_row(chosen + f"{settings['relevance']['floor']:.3f}", str(settings["stance"]["margin"]),
-                      str(settings["expand"]["neighbours"]),
+                      str(settings["cluster"]["threshold"]), str(settings["expand"]["neighbours"]),
                       *(f"{row[k]:.1f}" for k in ("t1", "t2", "t3", "t4", "t4_all", "t5", "t5_all", "mixed",
                                                    "wrong_stance")), f"{row['seconds']:.0f}")
     console.print(table)

@@ -119,7 +119,8 @@ class PipelineConfig:
 
         ``tuned`` is :func:`perspectrum.scorers.tuned_settings` of the loaded models.
         The relevance cap is never above ``max_perspectives``, and the expand stage
-        uses the cluster stage's blend and threshold unless overridden.
+        uses the cluster stage's blend and threshold (and the stance stage's threshold)
+        unless overridden.
         """
         out: dict[str, dict[str, Any]] = {
             "retrieve": {"candidates": self.candidates},
@@ -135,6 +136,7 @@ class PipelineConfig:
         out["relevance"]["k"] = min(out["relevance"]["k"], self.max_perspectives)
         for key in ("weight", "threshold"):
             out["expand"].setdefault(key, out["cluster"][key])
+        out["expand"].setdefault("stance_threshold", out["stance"]["threshold"])
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -17,13 +17,17 @@ stance         ``threshold`` on P(support)
 equivalence    ``weight`` (model vs dense cosine), ``threshold`` (a pair is the same
                perspective at or above it; clusters are cut at distance 1 − threshold)
 evidence       ``relative``, ``threshold``, ``k``, ``min_keep`` on P(evidence)
-expand         ``neighbours`` (optional; pool paraphrases read per cluster, 0 = off)
+expand         ``neighbours`` (optional; pool paraphrases read per cluster, 0 = off),
+               ``agree`` (optional; admit only paraphrases the stance model puts on
+               their cluster's side)
 =============  =====================================================================
 
-The pipeline-level settings (the relevance ``floor``, the stance ``margin``, expand's
-``neighbours``) are chosen on dev for a whole set of models by ``perspectrum tune`` and
-stored beside them in ``pipeline.json`` (:data:`PIPELINE_FILE`); without it they default
-to :data:`PIPELINE_DEFAULTS` (no floor, strict stance split, no expansion).
+The pipeline-level settings (the relevance ``floor``, the stance ``margin``, the
+clustering cut for retrieved perspectives, expand's ``neighbours`` and ``agree``) are
+chosen on dev for a whole set of models by ``perspectrum tune`` and stored beside them
+in ``pipeline.json`` (:data:`PIPELINE_FILE`), keyed by pipeline stage; without it they
+default to :data:`PIPELINE_DEFAULTS` (no floor, strict stance split, the equivalence
+model's own cut, no expansion).
 """
 
 from __future__ import annotations
@@ -35,17 +39,24 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from perspectrum.data import Pool
+from perspectrum.data import Pool, paragraph_of
 from perspectrum.errors import PerspectrumError
-from perspectrum.examples import claim_perspective_input, equivalence_input, evidence_input
+from perspectrum.examples import claim_perspective_input, equivalence_input
+from perspectrum.highlight import SentenceWindows
 from perspectrum.index import IndexStore
 from perspectrum.ranker import DEPTH, Debate, EvidenceRanker, Featurizer, Key
+from perspectrum.text import remember
 
 STAGES = ("relevance", "stance", "equivalence", "evidence")
 #: Settings chosen on dev for the pipeline as a whole, beside a set of models.
 PIPELINE_FILE = "pipeline.json"
 PIPELINE_DEFAULTS: dict[str, dict[str, Any]] = {"relevance": {"floor": 0.0}, "stance": {"margin": 0.0},
-                                                "expand": {"neighbours": 0}}
+                                                "expand": {"neighbours": 0, "agree": False}}
+#: What ``pipeline.json`` may set, per stage: the defaults' keys, and the clustering cut
+#: (the equivalence model's own, tuned on gold perspectives, unless the pipeline's tuning
+#: found a stricter one better for retrieved perspectives).
+PIPELINE_KEYS: dict[str, frozenset[str]] = {**{stage: frozenset(v) for stage, v in PIPELINE_DEFAULTS.items()},
+                                            "cluster": frozenset({"threshold"})}
 #: (claim, perspective) · (claim, perspective 1, perspective 2) · (claim, perspective, window)
 Pair = tuple[str, str]
 Triple = tuple[str, str, str]
@@ -77,7 +88,8 @@ class Scorers(Protocol):
         ...
 
     def windows(self, triples: Sequence[Triple]) -> np.ndarray:
-        """P(the 3-sentence window supports the perspective) per (claim, perspective, window)."""
+        """How plainly the 3-sentence window states the perspective, per (claim,
+        perspective, window): a ranking of one paragraph's windows, not a probability."""
         ...
 
 
@@ -125,13 +137,35 @@ class TrainedScorers:
                     self._loaded[name] = EvidenceRanker.load(self.models_dir / "evidence")
                 elif name == "featurizer":
                     self._loaded[name] = Featurizer(self.store, self.evidence_pool, show_progress=True)
+                elif name == "highlight":
+                    self._loaded[name] = self._highlighter()
                 else:
                     self._loaded[name] = load_task(self.models_dir, name)
             return self._loaded[name]
 
+    def _highlighter(self) -> SentenceWindows:
+        """Window scoring with the ranker's sentence index (called under the lock)."""
+        if "featurizer" not in self._loaded:
+            self._loaded["featurizer"] = Featurizer(self.store, self.evidence_pool, show_progress=True)
+        index = self._loaded["featurizer"].sentences
+        pool = self.store.sentences(self.evidence_pool)
+        text = dict(zip(pool.ids, pool.texts))
+        parts: dict[Any, list[str]] = {}
+        for doc_id, sentence in text.items():
+            parts.setdefault(paragraph_of(doc_id), []).append(sentence)
+        paragraphs = dict(zip(self.evidence_pool.ids, self.evidence_pool.texts))
+        remember({paragraphs[d]: tuple(p) for d, p in parts.items() if d in paragraphs})
+        # rows of the index's matrix are views: no second copy of the sentence vectors
+        return SentenceWindows(self.store.encoder, {text[d]: index.embeddings[row]
+                                                    for row, d in enumerate(index.doc_ids) if d in text})
+
     def load_all(self) -> None:
-        """Load every model and index now (a server's warm-up) instead of on first use."""
-        for name in (*STAGES, "ranker", "featurizer"):
+        """Load every model and index now (a server's warm-up) instead of on first use.
+
+        The evidence cross-encoder is not among them: it ranks gold-input evaluation's
+        windows, while ``discover`` keeps paragraphs by the ranker and highlights by
+        sentence cosine (:mod:`perspectrum.highlight`)."""
+        for name in ("relevance", "stance", "equivalence", "ranker", "featurizer", "highlight"):
             self._get(name)
 
     def _mean(self, task: str, pairs: Sequence[Pair]) -> np.ndarray:
@@ -154,7 +188,7 @@ class TrainedScorers:
         return table.keys, self._get("ranker").score(table)
 
     def windows(self, triples: Sequence[Triple]) -> np.ndarray:
-        return self._mean("evidence", [evidence_input(c, p, w) for c, p, w in triples])
+        return self._get("highlight").score(triples)
 
 
 def models_present(models_dir: str | Path) -> bool:
@@ -179,7 +213,7 @@ def merge_pipeline_file(settings: dict[str, dict[str, Any]], folder: str | Path)
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))["settings"]
         for stage, values in stored.items():
-            if stage not in PIPELINE_DEFAULTS or set(values) - set(PIPELINE_DEFAULTS[stage]):
+            if stage not in PIPELINE_KEYS or set(values) - PIPELINE_KEYS[stage]:
                 raise ValueError(f"unexpected setting under {stage!r}")
             settings.setdefault(stage, {}).update(values)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -192,7 +226,7 @@ def tuned_settings(scorers: Scorers) -> dict[str, dict[str, Any]]:
     return {
         "relevance": {**PIPELINE_DEFAULTS["relevance"], **tuned["relevance"]},
         "stance": {**PIPELINE_DEFAULTS["stance"], **tuned["stance"]},
-        "cluster": dict(tuned["equivalence"]),
+        "cluster": {**tuned["equivalence"], **tuned.get("cluster", {})},
         "expand": {**PIPELINE_DEFAULTS["expand"], **tuned.get("expand", {})},
         "evidence": dict(tuned["evidence"]),
     }

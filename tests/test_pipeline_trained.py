@@ -27,7 +27,9 @@ runner = CliRunner()
 def test_train_all_chooses_the_pipeline_settings_on_dev(trained_dir) -> None:
     _, _, models = trained_dir
     stored = json.loads((models / PIPELINE_FILE).read_text())
-    assert stored["tuned_on"] == "dev" and set(stored["settings"]) == {"relevance", "stance", "expand"}
+    assert stored["tuned_on"] == "dev" and set(stored["settings"]) == {"relevance", "stance", "cluster", "expand"}
+    assert stored["settings"]["cluster"]["threshold"] >= json.loads(
+        (models / "equivalence" / "perspectrum.json").read_text())["thresholds"]["threshold"]
     summary = json.loads((models.parent / "train.json").read_text())
     runs = summary["pipeline"]["runs"]
     assert len(runs) >= 4 and all({"t5", "t5_all", "mixed", "wrong_stance"} <= set(r) for r in runs)
@@ -48,6 +50,13 @@ def test_fine_tuned_pipeline_answers_with_its_stored_settings(trained_dir) -> No
             p = phrasing.support_probability
             if p is not None and abs(p - threshold) >= margin:  # a confident member is on its cluster's side
                 assert (p >= threshold) == (found.stance == "support")
+    hits = [hit for found in result.perspectives for hit in found.evidence[:1]]
+    assert hits and all(hit.window and 0.0 <= hit.window_score <= 1.0 for hit in hits)
+    assert "evidence" not in pipe.scorers._loaded  # highlights read the sentence index, not the window model
+    agreeing = pipe.with_config(PipelineConfig(overrides={"expand": {"neighbours": 5, "agree": True}}))
+    for found in agreeing.discover("Animals should have legal rights").perspectives:
+        for phrasing in found.phrasings:  # every member, added or not, was read and sits on its side
+            assert phrasing.support_probability is not None
     nothing = pipe.with_config(PipelineConfig(overrides={"relevance": {"floor": 2.0}})).discover("Tea or coffee")
     assert nothing.perspectives == () and "relevance floor" in nothing.notice
 

@@ -76,6 +76,11 @@ class FakeDense:
             rows.append(v)
         return np.array(rows)
 
+    def search_vectors(self, queries, k):
+        from perspectrum.search import Hit
+
+        return [[Hit(d, 0.8) for d in self.ids[:k]] for _ in queries]
+
 
 TEXTS = {1: "animals have rights", 2: "animals deserve rights", 3: "animals have no rights", 4: "rights are for humans"}
 
@@ -121,6 +126,44 @@ def test_a_merge_outweighing_a_cannot_link_is_split_again() -> None:
     matrix[0, 3] = matrix[3, 0] = 0.0
     parts = _split([0, 1, 2, 3], kept, matrix, 0.6)
     assert parts[0] == [0, 1, 2] and parts[1:] == [[3]]
+
+
+@pytest.mark.parametrize("agree", [False, True])
+def test_expansion_admits_only_paraphrases_on_their_clusters_side_when_asked(agree: bool) -> None:
+    from perspectrum.stages import Expand
+    from perspectrum.stages.base import Group
+
+    # pool neighbours 2 (supports) and 3 (undermines) both pass the equivalence cut
+    context, scorers = _context({TEXTS[1]: 0.9, TEXTS[2]: 0.8, TEXTS[3]: 0.1, TEXTS[4]: 0.2})
+    state = ClaimState("Animals should have rights", kept=[Member(1, 0.9, 0.9, 1)], groups=[Group([0], 0.9)])
+    Expand(weight=0.5, threshold=0.6, neighbours=2, agree=agree, stance_threshold=0.5).run([state], context)
+    added = {m.id: m.support for m in state.kept if m.added}
+    assert state.groups[0].members == list(range(len(state.kept)))
+    if agree:
+        assert added == {2: 0.8}  # 3 is read as undermining: kept out of a supporting cluster
+    else:
+        assert added == {2: None, 3: None}  # taken in unread
+
+
+def test_windows_are_ranked_by_mean_sentence_cosine_from_known_vectors() -> None:
+    from perspectrum.highlight import SentenceWindows
+
+    axes = {"Zoos harm animals.": 0, "Cages are small.": 1, "Tickets are cheap.": 2, "zoos harm animals": 0}
+
+    class Encoder:
+        encoded: list[str] = []
+
+        def encode(self, texts):
+            self.encoded += texts
+            return np.eye(3)[[axes[t] for t in texts]]
+
+    encoder = Encoder()
+    known = {"Cages are small.": np.eye(3)[1], "Tickets are cheap.": np.eye(3)[2]}
+    triples = [("claim", "zoos harm animals", "Zoos harm animals. Cages are small."),
+               ("claim", "zoos harm animals", "Tickets are cheap. Cages are small.")]
+    scores = SentenceWindows(encoder, known).score(triples)  # type: ignore[arg-type]
+    assert scores == pytest.approx([0.5, 0.0])
+    assert sorted(encoder.encoded) == ["Zoos harm animals.", "zoos harm animals"]  # known ones not re-encoded
 
 
 def test_relevance_floor_empties_an_off_topic_claim_with_a_notice() -> None:

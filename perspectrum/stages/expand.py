@@ -5,7 +5,10 @@ claim finds only some of them: a paraphrase can be far from the claim's wording 
 close to its cluster's. For each cluster, the pool's nearest neighbours of the
 cluster's centroid that the claim did not keep are read by the equivalence model
 against the representative; one at or above the clustering threshold joins the
-cluster it fits best. Added members take their cluster's stance unread.
+cluster it fits best. With ``agree`` on, the stance model reads each admitted
+paraphrase and one it would put on the other side of its cluster's stance stays out, so
+expansion never shows a phrasing under a stance the model itself disagrees with;
+otherwise added members take their cluster's stance unread.
 """
 
 from __future__ import annotations
@@ -27,12 +30,16 @@ class Expand:
         neighbours: pool neighbours of each cluster's centroid read by the model.
         weight, threshold: the blend and cut a paraphrase must pass (by default the
             cluster stage's, so an added member is as similar as a clustered one).
+        agree: read each admitted paraphrase's stance and keep it only when it falls on
+            its cluster's side of ``stance_threshold`` (the stance stage's, by default).
     """
 
     name: ClassVar[str] = "expand"
     weight: float
     threshold: float
     neighbours: int = 0
+    agree: bool = False
+    stance_threshold: float = 0.5
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         if self.neighbours < 1:
@@ -66,8 +73,16 @@ class Expand:
             value = blend(float(score), cosine, self.weight)
             if value >= self.threshold and value > best.get((n, doc_id), (-1.0, -1))[0]:
                 best[(n, doc_id)] = (value, g)
-        for (n, doc_id), (_, g) in sorted(best.items(), key=lambda item: (item[0][0], -item[1][0], str(item[0][1]))):
+        admitted = sorted(best.items(), key=lambda item: (item[0][0], -item[1][0], str(item[0][1])))
+        supports: list[float | None] = [None] * len(admitted)
+        if self.agree and admitted:
+            supports = list(map(float, context.scorers.stance([(states[n].claim, text[doc_id])
+                                                                for (n, doc_id), _ in admitted])))
+        for ((n, doc_id), (_, g)), support in zip(admitted, supports):
             state = states[n]
+            if support is not None and (support >= self.stance_threshold) != (
+                    state.groups[g].support >= self.stance_threshold):
+                continue
             cosine = float(dense.vectors([doc_id])[0] @ state.vector) if state.vector is not None else 0.0
-            state.kept.append(Member(doc_id, cosine, added=True))
+            state.kept.append(Member(doc_id, cosine, support=support, added=True))
             state.groups[g].members.append(len(state.kept) - 1)
