@@ -1,10 +1,10 @@
 """Benchmark `discover`: latency per stage and end to end, cold start, memory, throughput.
 
-    python eval/bench_discover.py [--split test] [--batch-size 16] [--json eval/results/bench_discover.json]
+    python eval/bench_discover.py [--split test] [--batch-size 16] [--cold-runs 5] [--json eval/results/bench_discover.json]
 
 - cold start: a fresh Python process imports perspectrum, loads the pipeline and opens
-  every index and model (``Pipeline.warm_up``), with indexes and models already built;
-  and the wall time of a whole ``perspectrum discover --json`` command.
+  every index and model (``Pipeline.warm_up``), with indexes and models already built
+  (median of ``--cold-runs``); and the wall time of a whole ``perspectrum discover --json`` command.
 - latency: ``discover(claim)`` for every claim of the split, one at a time, all stages
   on; p50/p95 per stage and in total.
 - throughput: ``discover_many`` over the same claims in batches.
@@ -42,19 +42,23 @@ def _percentiles(values: list[float]) -> dict[str, float]:
             "mean_ms": round(float(np.mean(values)) * 1000, 1)}
 
 
-def cold_start(claim: str) -> dict[str, float]:
-    """Seconds for a fresh process to be ready, and for a whole `discover` command."""
+def cold_start(claim: str, runs: int) -> dict[str, object]:
+    """Seconds for a fresh process to be ready (median of ``runs``: one start after heavy
+    disk work can be a second slower), and for a whole `discover` command."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    started = time.perf_counter()
-    ready = float(subprocess.run([sys.executable, "-c", COLD], cwd=ROOT, env=env, check=True,
-                                 capture_output=True, text=True).stdout.strip().splitlines()[-1])
-    process = time.perf_counter() - started
+    ready, process = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        ready.append(float(subprocess.run([sys.executable, "-c", COLD], cwd=ROOT, env=env, check=True,
+                                          capture_output=True, text=True).stdout.strip().splitlines()[-1]))
+        process.append(time.perf_counter() - started)
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "perspectrum", "discover", claim, "--json"], cwd=ROOT, env=env,
                    check=True, capture_output=True)
     command = time.perf_counter() - started
     child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"import_and_load_s": round(ready, 2), "process_s": round(process, 2),
+    return {"runs": runs, "import_and_load_s": round(float(np.median(ready)), 2),
+            "import_and_load_each_s": [round(r, 2) for r in ready], "process_s": round(float(np.median(process)), 2),
             "discover_command_s": round(command, 2), "child_peak_mb": round(child_mb)}
 
 
@@ -62,13 +66,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="test")
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--cold-runs", type=int, default=5, help="fresh processes timed for the cold start")
     parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "bench_discover.json")
     args = parser.parse_args()
     os.chdir(ROOT)
     claims = [c.text for c in load_dataset().split(args.split)]
-    result: dict[str, object] = {"split": args.split, "claims": len(claims),
+    result: dict[str, object] = {"command": " ".join(["python eval/bench_discover.py", *sys.argv[1:]]),
+                                 "split": args.split, "claims": len(claims),
                                  "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})"}
-    result["cold_start"] = cold_start(claims[0])
+    result["cold_start"] = cold_start(claims[0], args.cold_runs)
     print("cold start:", result["cold_start"], flush=True)
 
     pipe = Pipeline.load()
