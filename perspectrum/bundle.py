@@ -34,6 +34,7 @@ from typing import Any
 from perspectrum import __version__
 from perspectrum._io import atomic_folder, atomic_write
 from perspectrum._progress import progress
+from perspectrum.config import LIGHT_FOLDER
 from perspectrum.crossencoder import META_FILE
 from perspectrum.data import sha256_file
 from perspectrum.errors import PerspectrumError
@@ -44,9 +45,8 @@ MANIFEST = "manifest.json"
 #: Bumped when a bundle's layout changes; an installer refuses formats it does not know.
 FORMAT = 1
 #: The light heads' folder inside ``models/`` (as :mod:`perspectrum.pipeline` names it).
-LIGHT = "light"
 #: What a bundle carries, in the order listed: everything else in ``models/`` stays local.
-ENTRIES = (*TASKS, LIGHT, PIPELINE_FILE)
+ENTRIES = (*TASKS, LIGHT_FOLDER, PIPELINE_FILE)
 _BLOCK = 1 << 20
 
 
@@ -103,9 +103,9 @@ def inventory(models_dir: str | Path) -> dict[str, Any]:
             entries.append(Entry(task, "cross-encoder" + (" + ranker" if task == "evidence" else ""),
                                  _size(root, task), meta.get("base_model"), meta.get("data_checksum"),
                                  meta.get("dev"), meta.get("test")))
-    light = _read_json(root / LIGHT / "light.json")
+    light = _read_json(root / LIGHT_FOLDER / "light.json")
     if light is not None:
-        entries.append(Entry(LIGHT, "light heads", _size(root, LIGHT), light.get("encoder"),
+        entries.append(Entry(LIGHT_FOLDER, "light heads", _size(root, LIGHT_FOLDER), light.get("encoder"),
                              dev=light.get("dev")))
     if (root / PIPELINE_FILE).is_file():
         entries.append(Entry(PIPELINE_FILE, "pipeline settings", _size(root, PIPELINE_FILE)))
@@ -142,7 +142,7 @@ def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
     """
     root = Path(models_dir)
     present = [entry for entry in ENTRIES if (root / entry).exists()]
-    if not any(entry in present for entry in (*TASKS, LIGHT)):
+    if not any(entry in present for entry in (*TASKS, LIGHT_FOLDER)):
         raise PerspectrumError(f"nothing to export: {root} holds no trained models or light heads")
     for task, checksum in _model_checksums(root).items():
         if checksum != data_checksum:

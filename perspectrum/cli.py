@@ -17,7 +17,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from perspectrum import config as folders
-from perspectrum.config import DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR, INDEX_ENV, MODELS_ENV
+from perspectrum.config import DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR, INDEX_ENV, LIGHT_FOLDER, MODELS_ENV
 from perspectrum.errors import PerspectrumError
 
 
@@ -493,7 +493,7 @@ def models_list(
     for column in ("name", "kind", "base", "data checksum", "dev", "test", "MB"):
         table.add_column(column, overflow="fold")
     for entry in found["entries"]:
-        dev = entry["dev"] if entry["name"] != "light" else None
+        dev = entry["dev"] if entry["name"] != LIGHT_FOLDER else None
         table.add_row(entry["name"], entry["kind"], str(entry["base_model"] or "-").split("/")[-1],
                       (entry["data_checksum"] or "-")[:12], _metric(dev), _metric(entry["test"]),
                       f"{entry['size_bytes'] / 1e6:.1f}")

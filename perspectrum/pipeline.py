@@ -52,7 +52,6 @@ __all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery",
 
 #: Longest claim accepted, in characters (claims in PERSPECTRUM are under 300).
 MAX_CLAIM_CHARS = 1000
-LIGHT_FOLDER = "light"
 #: Stage names, in running order (the keys of settings, overrides and timings).
 STAGE_NAMES = tuple(stage.name for stage in ORDER)
 
@@ -230,7 +229,7 @@ class Pipeline:
             return self._scorers_given
         if models_present(self.models_dir):
             return TrainedScorers(self.models_dir, self.store, self.evidence_pool)
-        light = self.models_dir / LIGHT_FOLDER
+        light = self.models_dir / folders.LIGHT_FOLDER
         why = f"no fine-tuned models in {self.models_dir}"
         if (light / "light.json").is_file():
             try:

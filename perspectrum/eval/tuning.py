@@ -27,7 +27,8 @@ from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval import offtopic
 from perspectrum.eval.pipeline import score
-from perspectrum.pipeline import LIGHT_FOLDER, Pipeline, PipelineConfig
+from perspectrum.config import LIGHT_FOLDER
+from perspectrum.pipeline import Pipeline, PipelineConfig
 from perspectrum.ranker import DEPTH, Debate, Key
 from perspectrum.scorers import PIPELINE_FILE, Scorers
 
