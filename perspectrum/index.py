@@ -26,10 +26,11 @@ import numpy as np
 from perspectrum._io import atomic_folder, atomic_write
 from perspectrum._progress import progress, say
 from perspectrum.config import BM25Params, DenseParams
-from perspectrum.data import Pool, sha256_file
+from perspectrum.data import Pool, paragraph_of, sha256_file
 from perspectrum.encoder import Encoder
 from perspectrum.errors import PerspectrumError
 from perspectrum.search import DocId, Hit, top_hits
+from perspectrum.text import remember
 
 KINDS = ("bm25", "dense")
 META = "meta.json"
@@ -205,7 +206,8 @@ class IndexStore:
         return self._encoder
 
     def sentences(self, evidence: Pool) -> Pool:
-        """The ``sentences`` pool of ``evidence``, split once and cached in ``<root>/sentences/pool.json``.
+        """The ``sentences`` pool of ``evidence``, split once and cached in ``<root>/sentences/pool.json``;
+        its splits also seed :func:`perspectrum.text.sentences` (see :func:`perspectrum.text.remember`).
 
         Splitting every paragraph takes ~35 s on 2 cores, too long for each start of a
         pipeline; the cache is keyed by the evidence pool's fingerprint and the
@@ -215,16 +217,23 @@ class IndexStore:
 
         path = self.root / "sentences" / SENTENCE_CACHE
         splitter = f"pysbd-{version('pysbd')}"
+        pool = None
         try:
             cached = json.loads(path.read_text(encoding="utf-8"))
             if cached["evidence"] == evidence.fingerprint and cached["splitter"] == splitter:
-                return Pool("sentences", tuple(cached["ids"]), tuple(cached["texts"]))
+                pool = Pool("sentences", tuple(cached["ids"]), tuple(cached["texts"]))
         except (OSError, ValueError, KeyError, TypeError):
             pass
-        pool = Pool.sentences_of(evidence)
-        payload = {"evidence": evidence.fingerprint, "splitter": splitter,
-                   "ids": list(pool.ids), "texts": list(pool.texts)}
-        atomic_write(path, lambda tmp: tmp.write_text(json.dumps(payload), encoding="utf-8"))
+        if pool is None:
+            pool = Pool.sentences_of(evidence)
+            payload = {"evidence": evidence.fingerprint, "splitter": splitter,
+                       "ids": list(pool.ids), "texts": list(pool.texts)}
+            atomic_write(path, lambda tmp: tmp.write_text(json.dumps(payload), encoding="utf-8"))
+        # the same splits, handed to the splitter so it need not make them again at run time
+        parts: dict[str, list[str]] = {}
+        for doc_id, sentence in zip(pool.ids, pool.texts):
+            parts.setdefault(str(paragraph_of(doc_id)), []).append(sentence)
+        remember({text: tuple(parts[str(d)]) for d, text in zip(evidence.ids, evidence.texts) if str(d) in parts})
         return pool
 
     def folder(self, pool: Pool, kind: str) -> Path:

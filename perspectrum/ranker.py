@@ -127,9 +127,11 @@ class Featurizer:
         self.encoder = store.encoder
         self.chars = dict(zip(evidence.ids, (len(t) for t in evidence.texts)))
         self.sentences: DenseIndex | None = None
+        self.sentence_pool: Pool | None = None
         rows: dict[str, list[int]] = {}  # keyed by the paragraph id as text: own pools may use strings
         if SENTENCE_FEATURES.intersection(self.columns):
-            self.sentences = store.open(store.sentences(evidence), "dense", show_progress=show_progress)
+            self.sentence_pool = store.sentences(evidence)
+            self.sentences = store.open(self.sentence_pool, "dense", show_progress=show_progress)
             for row, doc_id in enumerate(self.sentences.doc_ids):
                 rows.setdefault(str(paragraph_of(doc_id)), []).append(row)
         self._sentence_rows = rows

@@ -39,13 +39,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from perspectrum.data import Pool, paragraph_of
+from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.examples import claim_perspective_input, equivalence_input
 from perspectrum.highlight import SentenceWindows
 from perspectrum.index import IndexStore
 from perspectrum.ranker import DEPTH, Debate, EvidenceRanker, Featurizer, Key
-from perspectrum.text import remember
 
 STAGES = ("relevance", "stance", "equivalence", "evidence")
 #: Settings chosen on dev for the pipeline as a whole, beside a set of models.
@@ -126,7 +125,7 @@ class TrainedScorers:
         }
         merge_pipeline_file(self.settings, self.models_dir)
         self._loaded: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # the highlighter loads the featurizer it reads
 
     def _get(self, name: str) -> Any:
         with self._lock:
@@ -144,20 +143,13 @@ class TrainedScorers:
             return self._loaded[name]
 
     def _highlighter(self) -> SentenceWindows:
-        """Window scoring with the ranker's sentence index (called under the lock)."""
-        if "featurizer" not in self._loaded:
-            self._loaded["featurizer"] = Featurizer(self.store, self.evidence_pool, show_progress=True)
-        index = self._loaded["featurizer"].sentences
-        pool = self.store.sentences(self.evidence_pool)
-        text = dict(zip(pool.ids, pool.texts))
-        parts: dict[Any, list[str]] = {}
-        for doc_id, sentence in text.items():
-            parts.setdefault(paragraph_of(doc_id), []).append(sentence)
-        paragraphs = dict(zip(self.evidence_pool.ids, self.evidence_pool.texts))
-        remember({paragraphs[d]: tuple(p) for d, p in parts.items() if d in paragraphs})
+        """Window scoring with the vectors of the ranker's sentence index (under the lock)."""
+        featurizer = self._get("featurizer")
+        text = dict(zip(featurizer.sentence_pool.ids, featurizer.sentence_pool.texts))
         # rows of the index's matrix are views: no second copy of the sentence vectors
-        return SentenceWindows(self.store.encoder, {text[d]: index.embeddings[row]
-                                                    for row, d in enumerate(index.doc_ids) if d in text})
+        return SentenceWindows(self.store.encoder, {text[d]: featurizer.sentences.embeddings[row]
+                                                    for row, d in enumerate(featurizer.sentences.doc_ids)
+                                                    if d in text})
 
     def load_all(self) -> None:
         """Load every model and index now (a server's warm-up) instead of on first use.

@@ -31,8 +31,8 @@ def _segmenter() -> object:
 
 def remember(splits: dict[str, tuple[str, ...]]) -> None:
     """Take splits this function made earlier (the evidence pool's, stored with its sentence
-    index), so :func:`sentences` answers them without pysbd: ~10 ms a paragraph, most of
-    what highlighting a claim's evidence cost at run time."""
+    index), so :func:`sentences` answers them without pysbd, whose pass over each
+    paragraph was most of what highlighting a claim's evidence cost at run time."""
     _known.update(splits)
 
 
