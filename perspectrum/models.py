@@ -40,11 +40,11 @@ def _fmt_metrics(metrics: Mapping[str, Any] | None) -> str:
 
 
 def _ranker_lines(ranker: Mapping[str, Any] | None) -> list[str]:
-    """The card's lines on the evidence ranker kept in ``ranker.joblib``, if the task has one."""
+    """The card's lines on the evidence ranker kept in ``ranker.npz``, if the task has one."""
     if not ranker:
         return []
-    return [f"- evidence ranker (`ranker.joblib`, scikit-learn gradient-boosted trees in two stages; "
-            f"see `perspectrum.ranker`): fitted on {ranker['candidates']:,} training candidates "
+    return [f"- evidence ranker (`ranker.npz`, gradient-boosted trees in two stages, fitted with scikit-learn "
+            f"and kept as arrays; see `perspectrum.ranker`): fitted on {ranker['candidates']:,} training candidates "
             f"({ranker['positives']:,} gold; hybrid top-{ranker['depth']} per cluster) in {ranker['seconds']:.0f} s, "
             f"seed {ranker['seed']}; features: {', '.join(ranker['features'])}"]
 

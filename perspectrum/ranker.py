@@ -9,8 +9,9 @@ ranker looks at every cluster of the claim at once and asks how much better the
 paragraph fits this cluster than its siblings, by dense cosine (paragraph and best
 sentence), BM25, and retrieval rank.
 
-Two stages of gradient-boosted trees (scikit-learn's ``HistGradientBoostingClassifier``,
-deterministic for a seed): the first scores (cluster, paragraph) pairs from these
+Two stages of gradient-boosted trees (fitted with scikit-learn's
+``HistGradientBoostingClassifier``, deterministic for a seed, and kept as the arrays of
+:mod:`perspectrum.trees`, so scoring imports no scikit-learn and loading runs no pickle): the first scores (cluster, paragraph) pairs from these
 features; the second adds how that score compares with the same paragraph's score
 for the sibling clusters and with the cluster's other candidates. The second stage
 is trained on out-of-fold first-stage scores (folds by claim), so it learns from
@@ -31,11 +32,12 @@ from perspectrum.data import Claim, Dataset, Pool, paragraph_of
 from perspectrum.errors import PerspectrumError
 from perspectrum.index import DenseIndex, IndexStore
 from perspectrum.search import Hit, HybridSearcher
+from perspectrum.trees import Forest
 
 #: Hybrid candidates per cluster (dev T4 F1 of the first stage: 57.0 at 20, 55.9 at 40).
 DEPTH = 20
 #: File of a fitted ranker inside the evidence model's folder.
-RANKER_FILE = "ranker.joblib"
+RANKER_FILE = "ranker.npz"
 FOLDS = 5
 
 #: Per (cluster, paragraph). "comp" = this cluster's value minus the best sibling cluster's.
@@ -252,7 +254,7 @@ def _classifier(seed: int) -> Any:
 class EvidenceRanker:
     """The two fitted stages; :meth:`score` gives P(paragraph is this cluster's evidence)."""
 
-    def __init__(self, first: Any, second: Any) -> None:
+    def __init__(self, first: Forest, second: Forest) -> None:
         self.first = first
         self.second = second
 
@@ -280,36 +282,51 @@ class EvidenceRanker:
                 continue
             out_of_fold[held] = _classifier(seed).fit(table.features[train], labels[train]).predict_proba(
                 table.features[held])[:, 1]
-        first = _classifier(seed).fit(table.features, labels)
-        second = _classifier(seed).fit(np.hstack([table.features, second_stage(table.keys, out_of_fold)]), labels)
-        return cls(first, second)
+        first = Forest.of(_classifier(seed).fit(table.features, labels), table.features)
+        both = np.hstack([table.features, second_stage(table.keys, out_of_fold)])
+        return cls(first, Forest.of(_classifier(seed).fit(both, labels), both))
 
     def score(self, table: Table) -> np.ndarray:
         """P(evidence) for every row of ``table``."""
         if not table.keys:
             return np.zeros(0)
-        first = self.first.predict_proba(table.features)[:, 1]
-        return self.second.predict_proba(np.hstack([table.features, second_stage(table.keys, first)]))[:, 1]
+        first = self.first.predict_proba(table.features)
+        return self.second.predict_proba(np.hstack([table.features, second_stage(table.keys, first)]))
 
     def save(self, folder: str | Path) -> Path:
-        """Write both stages to ``folder/ranker.joblib`` (atomically)."""
-        import joblib
+        """Write both stages and the feature names to ``folder/ranker.npz`` (atomically)."""
+        arrays = {"features": np.array(FEATURES), "second": np.array(SECOND),
+                  **self.first.arrays("first."), **self.second.arrays("second.")}
 
-        return atomic_write(Path(folder) / RANKER_FILE, lambda tmp: joblib.dump(
-            {"features": FEATURES, "second": SECOND, "first_stage": self.first, "second_stage": self.second}, tmp))
+        def write(tmp: Path) -> None:
+            with tmp.open("wb") as handle:
+                np.savez(handle, **arrays)
+
+        return atomic_write(Path(folder) / RANKER_FILE, write)
 
     @classmethod
     def load(cls, folder: str | Path) -> EvidenceRanker:
-        """Read a ranker saved by :meth:`save`. It is a pickle: load only rankers you trained."""
-        import joblib
-
+        """Read a ranker saved by :meth:`save` (arrays only: reading it runs no code)."""
         path = Path(folder) / RANKER_FILE
+        retrain = "run `perspectrum train evidence --tune-only`"
         if not path.is_file():
-            raise PerspectrumError(f"no evidence ranker in {folder}: run `perspectrum train evidence --tune-only`")
-        saved = joblib.load(path)
-        if tuple(saved.get("features", ())) != FEATURES or tuple(saved.get("second", ())) != SECOND:
-            raise PerspectrumError(f"{path} was fitted on other features: run `perspectrum train evidence --tune-only`")
-        return cls(saved["first_stage"], saved["second_stage"])
+            legacy = " (the pickled ranker.joblib of older versions is no longer read)" if (
+                Path(folder) / "ranker.joblib").is_file() else ""
+            raise PerspectrumError(f"no evidence ranker in {folder}{legacy}: {retrain}")
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                arrays = {name: saved[name] for name in saved.files}
+        except (OSError, ValueError, EOFError) as exc:
+            raise PerspectrumError(f"{path} cannot be read ({exc}): {retrain}".splitlines()[0]) from None
+        if (tuple(arrays.get("features", ())) != FEATURES or tuple(arrays.get("second", ())) != SECOND):
+            raise PerspectrumError(f"{path} was fitted on other features: {retrain}")
+        try:
+            first, second = Forest.from_arrays(arrays, "first."), Forest.from_arrays(arrays, "second.")
+        except PerspectrumError as exc:
+            raise PerspectrumError(f"{path}: {exc}: {retrain}") from None
+        if first.features != len(FEATURES) or second.features != len(FEATURES) + len(SECOND):
+            raise PerspectrumError(f"{path} was fitted on other features: {retrain}")
+        return cls(first, second)
 
 
 def labels_for(dataset: Dataset, table: Table) -> np.ndarray:

@@ -34,7 +34,7 @@ def fake_models(root: Path, checksum: str = CHECKSUM) -> Path:
         (root / task / "perspectrum.json").write_text(json.dumps(
             {"task": task, "base_model": "m", "data_checksum": checksum, "dev": {"f1": 50.0}}))
         (root / task / "model.safetensors").write_bytes(task.encode() * 1000)
-    (root / "evidence" / "ranker.joblib").write_bytes(b"ranker")
+    (root / "evidence" / "ranker.npz").write_bytes(b"ranker")
     (root / "stance" / "members" / "seed-14").mkdir(parents=True)
     (root / "stance" / "members" / "seed-14" / "model.safetensors").write_bytes(b"member")
     (root / "pipeline.json").write_text(json.dumps({"settings": {}}))
@@ -92,8 +92,8 @@ def test_export_lists_every_file_with_its_sum_and_leaves_local_files_out(bundle:
         manifest = json.loads(archive.extractfile(MANIFEST).read())
     assert names == {MANIFEST, *manifest["files"]}
     assert "stance/members/seed-14/model.safetensors" in names and not any(n.startswith("base/") for n in names)
-    source = tmp_path / "team" / "evidence" / "ranker.joblib"
-    assert manifest["files"]["evidence/ranker.joblib"] == hashlib.sha256(source.read_bytes()).hexdigest()
+    source = tmp_path / "team" / "evidence" / "ranker.npz"
+    assert manifest["files"]["evidence/ranker.npz"] == hashlib.sha256(source.read_bytes()).hexdigest()
     assert manifest["data_checksum"] == CHECKSUM and manifest["system"] == "trained"
 
 
@@ -131,7 +131,7 @@ def test_refused_bundles_leave_the_installed_models_intact(bundle: Path, install
         data[len(data) // 2: len(data) // 2 + 64] = b"\x00" * 64
         bad.write_bytes(bytes(data))
     elif damage == "wrong-sum":
-        rewrite(bundle, bad, lambda n, b: b + b"!" if n == "evidence/ranker.joblib" else b)
+        rewrite(bundle, bad, lambda n, b: b + b"!" if n == "evidence/ranker.npz" else b)
     elif damage == "extra-file":
         _append(bundle, bad, "light/extra.bin", b"not in the manifest")
     elif damage == "escape":

@@ -128,8 +128,12 @@ def test_ranker_refuses_what_it_cannot_learn_or_load(setup, tmp_path):
         EvidenceRanker.fit(table, np.zeros_like(labels))
     with pytest.raises(PerspectrumError, match="no evidence ranker"):
         EvidenceRanker.load(tmp_path)
-    import joblib
-
-    joblib.dump({"features": ("other",), "second": ()}, tmp_path / RANKER_FILE)
+    (tmp_path / "ranker.joblib").write_bytes(b"an older version's pickle")
+    with pytest.raises(PerspectrumError, match="no longer read"):
+        EvidenceRanker.load(tmp_path)
+    np.savez(tmp_path / RANKER_FILE, features=np.array(["other"]), second=np.array([]))
     with pytest.raises(PerspectrumError, match="other features"):
+        EvidenceRanker.load(tmp_path)
+    (tmp_path / RANKER_FILE).write_bytes(b"not a zip")
+    with pytest.raises(PerspectrumError, match="cannot be read"):
         EvidenceRanker.load(tmp_path)

@@ -69,7 +69,7 @@ def test_saved_models_round_trip_with_card(trained_dir):
         assert (members[0].score(PAIRS[:4]) == again.score(PAIRS[:4])).all()
         assert not [p for p in models.iterdir() if p.name.startswith(".")]  # no temp folders left
         assert (folder / RANKER_FILE).is_file() == (task == "evidence") == ("ranker" in meta)
-    assert "evidence ranker (`ranker.joblib`" in (models / "evidence" / "README.md").read_text()
+    assert "evidence ranker (`ranker.npz`" in (models / "evidence" / "README.md").read_text()
 
 
 def test_models_marked_unquantized_load_in_float(trained_dir):
