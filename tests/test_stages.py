@@ -23,7 +23,7 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.eval.pipeline import match, score
 from perspectrum.eval.tuning import CachingScorers, choose_floor
 from perspectrum.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
-from perspectrum.rules import keep, ranked
+from perspectrum.rules import average_linkage, keep, latin_script, ranked
 from perspectrum.stages import ClaimState, Cluster as ClusterStage, Context, Member, Relevance, Stance, configure
 
 
@@ -36,6 +36,24 @@ def test_ranked_breaks_ties_by_id_and_keep_applies_the_floor_first() -> None:
     assert keep(ranking, {**relative, "floor": 0.6}) == [3]
     assert keep(ranking, {**relative, "floor": 0.95}) == []  # min_keep cannot lift what is under the floor
     assert keep(ranking, {**relative, "threshold": 0.99}) == [3]
+
+
+def test_latin_script_reads_the_letters_not_the_digits_or_marks() -> None:
+    assert latin_script("Animals should have lawful rights") and latin_script("Grüne Bohnen, 2024!")
+    assert latin_script("Ban TikTok 禁止")  # mostly Latin letters
+    assert not latin_script("社交媒体对社会的影响") and not latin_script("Мой брат любит шахматы")
+    assert not latin_script("社交媒体 TV")  # four Han letters outweigh two Latin ones
+    assert not latin_script("2024 !!")  # no letters at all
+
+
+def test_average_linkage_undoes_merges_at_or_above_the_cut() -> None:
+    # 0 and 1 are close (0.9), 2 joins them at their average similarity (0.5 and 0.3 -> 0.4)
+    matrix = np.array([[1.0, 0.9, 0.5], [0.9, 1.0, 0.3], [0.5, 0.3, 1.0]])
+    labels = average_linkage(matrix, 0.6)
+    assert labels[0] == labels[1] != labels[2]
+    assert len(set(average_linkage(matrix, 0.4))) == 2  # distance exactly 0.6 is cut, as scikit-learn cuts it
+    assert len(set(average_linkage(matrix, 0.39))) == 1
+    assert len(set(average_linkage(matrix, 0.95))) == 3
 
 
 # ------------------------------------------------------------------------- stages
@@ -179,6 +197,17 @@ def test_relevance_floor_empties_an_off_topic_claim_with_a_notice() -> None:
         TEXTS[3] = saved
     assert [m.id for m in on.kept] == [1, 4] and on.notice is None
     assert off.kept == [] and "relevance floor of 0.50" in off.notice
+
+
+def test_retrieve_answers_a_claim_in_another_script_with_a_notice_not_a_search() -> None:
+    from perspectrum.stages import Retrieve
+
+    context, _ = _context({})
+    foreign = ClaimState("社交媒体对社会的影响")
+    Retrieve(candidates=5).run([foreign], context)  # the fake context has no indexes: nothing may be searched
+    assert foreign.candidates == [] and "not written in the Latin alphabet" in foreign.notice
+    Relevance(weight=0.5, relative=True, threshold=0.5, k=10, min_keep=1).run([foreign], context)
+    assert foreign.kept == [] and "Latin alphabet" in foreign.notice  # the first reason is kept
 
 
 def test_stage_settings_are_checked_by_name_and_type() -> None:
