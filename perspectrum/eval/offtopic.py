@@ -2,9 +2,10 @@
 
 PERSPECTRUM's claims are debate motions; these are not: everyday statements, other
 languages, and letter salad. :data:`TUNE` (with :func:`letter_salad`) chooses the floor
-on dev; :data:`HELD_OUT` (with the nonsense claim that first showed the problem, and a
-claim in Chinese) is never read while tuning, only by ``evaluate --system pipeline``, so
-the check is honest. All written for this project.
+on dev; :data:`HELD_OUT` (with the nonsense claim that first showed the problem, a claim
+in Chinese, and three debate claims in Arabic, Hindi and Korean added when the Chinese
+one was found answered) is never read while tuning, only by ``evaluate --system
+pipeline``, so the check is honest. All written for this project.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ HELD_OUT = (
     "The train platform changed from four to six",
     "Мой брат любит играть в шахматы по вечерам",
     "Fold the towels and put them in the cupboard",
+    "يجب حظر التدخين في الأماكن العامة",
+    "सोशल मीडिया से समाज को नुकसान होता है",
+    "동물에게도 법적 권리가 있어야 한다",
 )
 
 

@@ -41,6 +41,8 @@ class Relevance:
             ranking = ranked((c.id, c.score) for c in state.candidates)
             score = {c.id: c.score for c in state.candidates}
             state.kept = [Member(d, score[d]) for d in keep(ranking, setting)]
+            if state.notice is not None:
+                continue  # an earlier stage said why it has nothing
             if not ranking:
                 state.notice = "nothing in the pool was retrieved for this claim"
             elif not state.kept:

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from perspectrum.rules import latin_script
 from perspectrum.stages.base import Candidate, ClaimState, Context
 
 
@@ -16,12 +17,23 @@ class Retrieve:
 
     Attributes:
         candidates: perspectives retrieved per claim and read by the relevance model.
+        latin_only: a claim mostly in another script gets no candidates and a notice
+            (:func:`~perspectrum.rules.latin_script`); turn off for models that read it.
     """
 
     name: ClassVar[str] = "retrieve"
     candidates: int = 50
+    latin_only: bool = True
 
     def run(self, states: list[ClaimState], context: Context) -> None:
+        if self.latin_only:
+            for state in states:
+                if not latin_script(state.claim):
+                    state.notice = ("the claim is not written in the Latin alphabet; perspectrum's models "
+                                    "and pools are English")
+            states = [s for s in states if s.notice is None]
+            if not states:
+                return
         hybrid, dense = context.hybrid, context.dense
         queries = [s.claim for s in states]
         vectors = dense.encoder.encode(queries)
