@@ -40,8 +40,8 @@ class Forest:
     Attributes:
         baseline: the raw score before any tree.
         feature, threshold, missing_left, left, right, leaf, value: (trees × nodes)
-            node tables; node 0 is each tree's root.
-        depth: the deepest leaf's depth: the most steps a row takes down a tree.
+            node tables; node 0 is each tree's root, and a node's children come after it
+            (as scikit-learn numbers them), so every walk reaches a leaf.
         features: how many input columns the trees read.
     """
 
@@ -53,7 +53,6 @@ class Forest:
     right: np.ndarray
     leaf: np.ndarray
     value: np.ndarray
-    depth: int
     features: int
 
     @classmethod
@@ -77,8 +76,7 @@ class Forest:
             feature=table("feature_idx", np.int64, 0), threshold=table("num_threshold", np.float64, 0.0),
             missing_left=table("missing_go_to_left", bool, False), left=table("left", np.int64, 0),
             right=table("right", np.int64, 0), leaf=table("is_leaf", bool, True),
-            value=table("value", np.float64, 0.0), depth=max(int(n["depth"].max()) for n in nodes),
-            features=int(classifier.n_features_in_))  # type: ignore[attr-defined]
+            value=table("value", np.float64, 0.0), features=int(classifier.n_features_in_))  # type: ignore[attr-defined]
         expected = classifier.predict_proba(rows)[:, 1]  # type: ignore[attr-defined]
         if len(rows) and np.abs(forest.predict_proba(rows) - expected).max() > TOLERANCE:
             raise ValueError("the tree arrays do not reproduce the classifier's scores")
@@ -89,23 +87,33 @@ class Forest:
         rows = np.asarray(rows, dtype=np.float64)
         if rows.ndim != 2 or rows.shape[1] != self.features:
             raise ValueError(f"expected rows of {self.features} features, got shape {rows.shape}")
-        trees = np.arange(len(self.feature))[None, :]
-        at = np.zeros((len(rows), len(self.feature)), dtype=np.int64)
-        index = np.arange(len(rows))[:, None]
-        for _ in range(self.depth):
-            x = rows[index, self.feature[trees, at]]
-            with np.errstate(invalid="ignore"):
-                go_left = np.where(np.isnan(x), self.missing_left[trees, at], x <= self.threshold[trees, at])
-            step = np.where(go_left, self.left[trees, at], self.right[trees, at])
-            at = np.where(self.leaf[trees, at], at, step)
+        trees, width = self.feature.shape
+        # every (row, tree) walk as one entry of flat arrays; node ids are global (tree × width + node)
+        offset = np.arange(trees) * width
+        at = np.tile(offset, len(rows))
+        cell = np.repeat(np.arange(len(rows)) * self.features, trees)  # where each walk's row starts in rows.flat
+        feature, threshold = self.feature.ravel(), self.threshold.ravel()
+        left, right = (self.left + offset[:, None]).ravel(), (self.right + offset[:, None]).ravel()
+        leaf, flat = self.leaf.ravel(), rows.ravel()
+        missing = np.isnan(flat).any()
+        walking = np.flatnonzero(~leaf[at])
+        while walking.size:  # each step moves the walks not yet at a leaf one level down
+            node = at[walking]
+            x = flat[cell[walking] + feature[node]]
+            go_left = x <= threshold[node]
+            if missing:
+                go_left = np.where(np.isnan(x), self.missing_left.ravel()[node], go_left)
+            at[walking] = np.where(go_left, left[node], right[node])
+            walking = walking[~leaf[at[walking]]]
+        values = self.value.ravel()[at].reshape(len(rows), trees)
         # the baseline, then each tree in turn: the order (and so the rounding) of scikit-learn's sum
-        raw = np.cumsum(np.hstack([np.full((len(rows), 1), self.baseline), self.value[trees, at]]), axis=1)[:, -1]
+        raw = np.cumsum(np.hstack([np.full((len(rows), 1), self.baseline), values]), axis=1)[:, -1]
         return 1.0 / (1.0 + np.exp(-raw))
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """The forest as named arrays (for ``np.savez``), every name starting with ``prefix``."""
         out = {f"{prefix}{name}": getattr(self, name) for name in FIELDS}
-        out[f"{prefix}scalars"] = np.array([self.baseline, self.depth, self.features], dtype=np.float64)
+        out[f"{prefix}scalars"] = np.array([self.baseline, self.features], dtype=np.float64)
         return out
 
     @classmethod
@@ -114,22 +122,24 @@ class Forest:
         a wrong score or an out-of-range read."""
         try:
             tables = {name: np.asarray(arrays[f"{prefix}{name}"]) for name in FIELDS}
-            baseline, depth, features = (float(v) for v in np.asarray(arrays[f"{prefix}scalars"], dtype=np.float64))
+            baseline, features = (float(v) for v in np.asarray(arrays[f"{prefix}scalars"], dtype=np.float64))
         except (KeyError, ValueError, TypeError):
             raise PerspectrumError(f"the trees '{prefix}' are missing or malformed") from None
         shape = tables["feature"].shape
         width = shape[1] if len(shape) == 2 else 0
         sound = (
             len(shape) == 2 and width > 0 and all(t.shape == shape for t in tables.values())
-            and depth == int(depth) and 0 <= depth < width and features == int(features) and features > 0
+            and features == int(features) and features > 0
             and np.isfinite(baseline) and np.isfinite(tables["value"]).all()
             and all(np.issubdtype(tables[n].dtype, np.integer) for n in ("feature", "left", "right"))
             and all(tables[n].dtype == bool for n in ("missing_left", "leaf"))
             and all(np.issubdtype(tables[n].dtype, np.floating) for n in ("threshold", "value"))
             and ((tables["feature"] >= 0) & (tables["feature"] < features)).all()
             and all(((tables[n] >= 0) & (tables[n] < width)).all() for n in ("left", "right"))
+            # a split's children come after it: no walk can loop
+            and all(((tables[n] > np.arange(width)) | tables["leaf"]).all() for n in ("left", "right"))
         )
         if not sound:
             raise PerspectrumError(f"the trees '{prefix}' are damaged (shapes, indices or values out of range)")
-        return cls(baseline=baseline, depth=int(depth), features=int(features),
+        return cls(baseline=baseline, features=int(features),
                    **{name: tables[name] for name in FIELDS})

@@ -30,7 +30,7 @@ def fitted():
 def test_forest_scores_as_the_classifier_does(fitted):
     classifier, rows, held = fitted
     forest = Forest.of(classifier, rows)
-    assert forest.depth > 1 and forest.feature.shape[0] == 40
+    assert forest.feature.shape[0] == 40 and (~forest.leaf[:, 1:]).any()  # 40 trees, deeper than one split
     assert np.abs(forest.predict_proba(held) - classifier.predict_proba(held)[:, 1]).max() <= 1e-12
     with pytest.raises(ValueError, match="5 features"):
         forest.predict_proba(held[:, :4])
@@ -45,6 +45,7 @@ def test_forest_round_trips_and_refuses_damage(fitted):
     with pytest.raises(PerspectrumError, match="missing or malformed"):
         Forest.from_arrays(arrays, "b.")
     for name, change in (("a.left", lambda a: a + a.shape[1]),  # a child beyond the table
+                         ("a.right", lambda a: np.zeros_like(a)),  # a split pointing back to the root
                          ("a.feature", lambda a: a + 5),  # a column the rows do not have
                          ("a.value", lambda a: a * np.nan),
                          ("a.leaf", lambda a: a.astype(np.float64))):
