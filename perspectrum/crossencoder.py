@@ -52,6 +52,11 @@ class TrainParams:
         warmup_ratio: share of steps spent warming up.
         weight_decay: AdamW decay on every weight but biases and LayerNorm.
         seed: fixes the new head's initialisation and the order of examples.
+        frozen_layers: the embeddings and this many of the lowest encoder layers keep their
+            pretrained weights; backward stops above them, so a step costs less.
+        length_batches: draw each batch from pairs of similar length (sorted within
+            seeded pools of :data:`POOL_BATCHES` batches, batch order shuffled), so
+            little of a batch is padding.
     """
 
     epochs: int = 1
@@ -61,9 +66,47 @@ class TrainParams:
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
     seed: int = 13
+    frozen_layers: int = 0
+    length_batches: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+#: With ``length_batches``: batches per pool sorted by length (more pools, more randomness).
+POOL_BATCHES = 50
+
+
+def _batches(pairs: Sequence[Pair], params: TrainParams, rng: random.Random) -> list[list[int]]:
+    """One epoch's batches of pair indices, in the order they are trained on."""
+    order = list(range(len(pairs)))
+    rng.shuffle(order)
+    size = params.batch_size
+    if not params.length_batches:
+        return [order[start:start + size] for start in range(0, len(order), size)]
+    pool = size * POOL_BATCHES
+    batches = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start:start + pool], key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        batches += [chunk[b:b + size] for b in range(0, len(chunk), size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def _freeze(model: Any, layers: int) -> None:
+    """Stop training the embeddings and the lowest ``layers`` encoder layers (and any
+    weight shared by all layers, such as MPNet's relative position bias: its gradient
+    would run back through the frozen layers)."""
+    if layers <= 0:
+        return
+    base = model.base_model
+    count = len(base.encoder.layer)
+    if layers > count:
+        raise PerspectrumError(f"cannot freeze {layers} layers of a {count}-layer model")
+    trained = {id(p) for layer in base.encoder.layer[layers:] for p in layer.parameters()}
+    for parameter in base.parameters():
+        if id(parameter) not in trained:
+            parameter.requires_grad_(False)
 
 
 def _seed_everything(seed: int) -> None:
@@ -109,8 +152,10 @@ def fine_tune(
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1)
     model.train()
-    decay = [p for n, p in model.named_parameters() if not any(k in n for k in ("bias", "LayerNorm"))]
-    no_decay = [p for n, p in model.named_parameters() if any(k in n for k in ("bias", "LayerNorm"))]
+    _freeze(model, params.frozen_layers)
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    decay = [p for n, p in named if not any(k in n for k in ("bias", "LayerNorm"))]
+    no_decay = [p for n, p in named if any(k in n for k in ("bias", "LayerNorm"))]
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": params.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=params.learning_rate,
@@ -124,16 +169,13 @@ def fine_tune(
     started = time.perf_counter()
     with progress(description, total, enabled=show_progress) as advance:
         for _ in range(params.epochs):
-            order = list(range(len(pairs)))
-            order_rng.shuffle(order)
-            for start in range(0, len(order), params.batch_size):
-                batch = order[start:start + params.batch_size]
+            for batch in _batches(pairs, params, order_rng):
                 encoded = tokenizer([pairs[i][0] for i in batch], [pairs[i][1] for i in batch], truncation=True,
                                     max_length=params.max_length, padding=True, return_tensors="pt")
                 logits = model(**encoded).logits.squeeze(-1)
                 loss = loss_fn(logits, torch.tensor([float(targets[i]) for i in batch]))
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                torch.nn.utils.clip_grad_norm_([p for _, p in named], 1.0)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad()

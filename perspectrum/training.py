@@ -154,15 +154,19 @@ def train_task(
     is_quick: bool = False,
     show_progress: bool = False,
     data_checksum: str = "unknown",
+    config: TaskConfig | None = None,
 ) -> dict[str, Any]:
     """Train ``task``'s model(s), tune its thresholds on dev, save ``models_dir/task``.
+
+    ``config`` replaces the task's recipe in :data:`CONFIGS` (benchmarks of other recipes).
 
     Returns:
         The saved meta: examples, training stats, thresholds, dev metrics.
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}")
-    config = quick(CONFIGS[task]) if is_quick else CONFIGS[task]
+    config = config or CONFIGS[task]
+    config = quick(config) if is_quick else config
     train_claims = _claims(dataset, "train", is_quick)
     started = time.perf_counter()
     examples, how = build_examples(task, dataset, train_claims, store, config, seed)

@@ -46,6 +46,32 @@ def test_fine_tune_is_deterministic_for_a_seed():
     assert stats["steps"] == 3 and stats["examples"] == 12 and stats["positives"] == 6
 
 
+def test_frozen_layers_keep_their_weights_and_length_batches_cover_every_pair():
+    from perspectrum.crossencoder import _batches
+    from perspectrum.encoder import default_encoder_path, transformers_classes
+
+    (auto,) = transformers_classes("AutoModelForSequenceClassification")
+    pretrained = _weights(auto.from_pretrained(str(default_encoder_path()), num_labels=1))
+    model, _, _ = fine_tune(PAIRS, TARGETS, TrainParams(**{**TINY.to_dict(), "frozen_layers": 4}))
+    after = _weights(model)
+    kept = [k for k in after if k.startswith(("bert.embeddings.", "bert.encoder.layer.0.", "bert.encoder.layer.3."))]
+    moved = [k for k in after if k.startswith(("bert.encoder.layer.4.", "bert.encoder.layer.5."))]
+    assert kept and moved
+    assert all((after[k] == pretrained[k]).all() for k in kept)
+    assert all(not (after[k] == pretrained[k]).all() for k in moved if k.endswith("weight"))
+    with pytest.raises(PerspectrumError, match="cannot freeze 7 layers of a 6-layer model"):
+        fine_tune(PAIRS, TARGETS, TrainParams(**{**TINY.to_dict(), "frozen_layers": 7}))
+    import random
+
+    texts = [("c", "x" * n) for n in (5, 50, 6, 49, 7, 48, 8, 47)] * 30
+    params = TrainParams(batch_size=4, length_batches=True)
+    batches = _batches(texts, params, random.Random(1))
+    assert sorted(i for b in batches for i in b) == list(range(len(texts)))
+    spread = [max(len(texts[i][1]) for i in b) - min(len(texts[i][1]) for i in b) for b in batches]
+    assert sum(s > 3 for s in spread) <= 2  # one batch per pool at most straddles the short and long bands
+    assert batches == _batches(texts, params, random.Random(1))  # the seed decides the order
+
+
 def test_fine_tune_rejects_bad_targets():
     with pytest.raises(ValueError):
         fine_tune(PAIRS[:2], [1.0, 2.0], TINY)
