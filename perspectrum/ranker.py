@@ -11,9 +11,10 @@ sentence), BM25, and retrieval rank.
 
 Two stages of gradient-boosted trees (fitted with scikit-learn's
 ``HistGradientBoostingClassifier``, deterministic for a seed, and kept as the arrays of
-:mod:`perspectrum.trees`, so scoring imports no scikit-learn and loading runs no pickle): the first scores (cluster, paragraph) pairs from these
-features; the second adds how that score compares with the same paragraph's score
-for the sibling clusters and with the cluster's other candidates. The second stage
+:mod:`perspectrum.trees`, so scoring imports no scikit-learn and loading runs no
+pickle): the first scores (cluster, paragraph) pairs from these features; the second
+adds how that score compares with the same paragraph's score for the sibling clusters
+and with the cluster's other candidates. The second stage
 is trained on out-of-fold first-stage scores (folds by claim), so it learns from
 scores like those it will see on unseen claims.
 """

@@ -59,9 +59,11 @@ class Forest:
     def of(cls, classifier: object, rows: np.ndarray) -> Forest:
         """The arrays of a fitted binary ``HistGradientBoostingClassifier`` without
         categorical splits, checked against its own ``predict_proba`` on ``rows``."""
-        predictors = [tree[0] for tree in classifier._predictors]  # type: ignore[attr-defined]
-        nodes = [p.nodes for p in predictors]
-        if any(n["is_categorical"].any() for n in nodes) or any(len(tree) != 1 for tree in classifier._predictors):
+        iterations = classifier._predictors  # type: ignore[attr-defined]
+        if any(len(trees) != 1 for trees in iterations):  # one tree per iteration: binary
+            raise ValueError("only binary classifiers without categorical splits become a Forest")
+        nodes = [trees[0].nodes for trees in iterations]
+        if any(n["is_categorical"].any() for n in nodes):
             raise ValueError("only binary classifiers without categorical splits become a Forest")
         width = max(len(n) for n in nodes)
 
@@ -76,7 +78,8 @@ class Forest:
             feature=table("feature_idx", np.int64, 0), threshold=table("num_threshold", np.float64, 0.0),
             missing_left=table("missing_go_to_left", bool, False), left=table("left", np.int64, 0),
             right=table("right", np.int64, 0), leaf=table("is_leaf", bool, True),
-            value=table("value", np.float64, 0.0), features=int(classifier.n_features_in_))  # type: ignore[attr-defined]
+            value=table("value", np.float64, 0.0),
+            features=int(classifier.n_features_in_))  # type: ignore[attr-defined]
         expected = classifier.predict_proba(rows)[:, 1]  # type: ignore[attr-defined]
         if len(rows) and np.abs(forest.predict_proba(rows) - expected).max() > TOLERANCE:
             raise ValueError("the tree arrays do not reproduce the classifier's scores")
