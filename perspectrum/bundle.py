@@ -38,6 +38,7 @@ from perspectrum.config import LIGHT_FOLDER
 from perspectrum.crossencoder import META_FILE
 from perspectrum.data import sha256_file
 from perspectrum.errors import PerspectrumError
+from perspectrum.light import light_kind, replacing
 from perspectrum.models import TASKS
 from perspectrum.scorers import PIPELINE_FILE, models_present
 
@@ -92,8 +93,9 @@ def inventory(models_dir: str | Path) -> dict[str, Any]:
 
     Returns:
         ``{"models_dir", "system", "entries": [Entry.to_dict(), ...]}``; ``system`` is
-        ``trained`` (all four tasks present), ``light`` (light heads present) or
-        ``light (trained on first use)``.
+        ``trained`` (all four tasks present), ``light`` (light heads present; ``light +
+        trained stance`` where a fine-tuned stance model answers in place of its head, and so
+        on), with `` (trained on first use)`` while the light heads are still to be fitted.
     """
     root = Path(models_dir)
     entries = []
@@ -111,10 +113,8 @@ def inventory(models_dir: str | Path) -> dict[str, Any]:
         entries.append(Entry(PIPELINE_FILE, "pipeline settings", _size(root, PIPELINE_FILE)))
     if models_present(root):
         system = "trained"
-    elif light is not None:
-        system = "light"
     else:
-        system = "light (trained on first use)"
+        system = light_kind(replacing(root)) + ("" if light is not None else " (trained on first use)")
     return {"models_dir": str(root), "system": system, "entries": [e.to_dict() for e in entries]}
 
 

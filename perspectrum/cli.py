@@ -321,6 +321,9 @@ def train(
     quick: Annotated[bool, typer.Option("--quick", help="Train on a tiny slice (tests, smoke runs).")] = False,
     tune_only: Annotated[bool, typer.Option("--tune-only", help="Keep the trained weights; re-choose the "
                                             "thresholds on dev (evidence also re-fits its ranker).")] = False,
+    fast: Annotated[bool, typer.Option("--fast", help="stance only: a shorter recipe (one epoch, lower layers "
+                                       "frozen; ~9 min on 2 cores, dev accuracy 78.7 % against 86.4 %) that "
+                                       "answers in place of the light stance head until `train all`.")] = False,
     json_path: JsonOut = None,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
@@ -331,8 +334,10 @@ def train(
     from perspectrum._io import write_json
     from perspectrum.data import data_checksum, load_dataset
     from perspectrum.models import TASKS
-    from perspectrum.training import retune_task, train_task
+    from perspectrum.training import FAST, retune_task, train_task
 
+    if fast and (task.value not in FAST or tune_only):
+        raise PerspectrumError(f"--fast is a recipe for {', '.join(FAST)} only, and trains (no --tune-only)")
     dataset = load_dataset(data_dir, verify=not no_verify)
     checksum = data_checksum(data_dir)
     target = _models_dir(models_dir)
@@ -345,7 +350,7 @@ def train(
             meta = retune_task(name, dataset, _store(index_dir), target, show_progress=True)
         else:
             meta = train_task(name, dataset, _store(index_dir), target, seed=seed, is_quick=quick,
-                              show_progress=True, data_checksum=checksum)
+                              show_progress=True, data_checksum=checksum, config=FAST[name] if fast else None)
         summary[name] = meta
         dev = meta["dev"]
         shown = f"F1 {dev['f1']:.1f}" + (f", acc {dev['accuracy']:.1f}" if "accuracy" in dev else "")

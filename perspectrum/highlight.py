@@ -21,7 +21,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from perspectrum.data import Pool
 from perspectrum.encoder import Encoder
+from perspectrum.index import DenseIndex
 from perspectrum.text import window_sentences
 
 #: (claim, perspective, window)
@@ -39,6 +41,13 @@ class SentenceWindows:
     def __init__(self, encoder: Encoder, known: Mapping[str, np.ndarray] | None = None) -> None:
         self.encoder = encoder
         self.known = known or {}
+
+    @classmethod
+    def from_index(cls, encoder: Encoder, sentences: Pool, index: DenseIndex) -> SentenceWindows:
+        """Scoring with the vectors of a sentence pool's dense index (rows are views: no
+        second copy of them)."""
+        text = dict(zip(sentences.ids, sentences.texts))
+        return cls(encoder, {text[d]: index.embeddings[row] for row, d in enumerate(index.doc_ids) if d in text})
 
     def score(self, triples: Sequence[Triple]) -> np.ndarray:
         """One score per (claim, perspective, window); the claim is not read."""

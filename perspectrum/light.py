@@ -1,12 +1,15 @@
 """Light heads: every judgement of the pipeline from frozen MiniLM embeddings, in minutes.
 
-The fine-tuned cross-encoders of ``perspectrum train`` take hours on a CPU, so a fresh
-machine without them would have no answer. ``perspectrum.light_training`` fits one small
-scikit-learn classifier per stage on features of the bi-encoder embeddings the dense
-indexes already store, so only the claims are encoded, and the whole job (fit, score
-dev, tune) takes about 40 s on 2 cores for all of PERSPECTRUM. Cut-offs are tuned on dev with the
-grids and metrics of the trained models; the test split is never read. This module
-is what answers at run time; fitting and tuning live in :mod:`perspectrum.light_training`.
+The fine-tuned cross-encoders of ``perspectrum train`` take over an hour on a CPU, so a
+fresh machine without them would have no answer. ``perspectrum.light_training`` fits a
+small scikit-learn classifier per stage on features of the bi-encoder embeddings the
+dense indexes already store, so only the claims and cluster queries are encoded, and the
+whole job (fit, score dev, tune) took 98 s on 2 cores for all of PERSPECTRUM, most of it the
+evidence ranker. Cut-offs are tuned on dev with the grids and metrics of the trained
+models; the test split is never read. This module is what answers at run time; fitting
+and tuning live in :mod:`perspectrum.light_training`. A fine-tuned relevance, stance or
+equivalence model in ``models/`` answers for its stage in place of the head (``perspectrum
+train stance --fast``).
 
 - relevance: logistic regression on the (claim, perspective) pair features
   ``[u ⊙ v, |u − v|, cos]``, which a linear model can weigh dimension by dimension;
@@ -14,9 +17,11 @@ is what answers at run time; fitting and tuning live in :mod:`perspectrum.light_
   "harms") carries stance whatever the claim (dev macro-F1 62.6 against 59.6 without);
 - equivalence: pair features of the two perspectives plus how each relates to the claim,
   since two paraphrases sit at the same distance from it (dev T3 F1 57.7 against 55.2);
-- evidence: gradient-boosted trees on how a retrieved paragraph fits its cluster
-  *compared with the claim's other clusters*: 35 % of a cluster's hybrid top-20 is gold
-  evidence for a sibling cluster, which similarity to one cluster alone cannot tell apart;
+- evidence: the evidence ranker of the fine-tuned models (:mod:`perspectrum.ranker`),
+  which is gradient-boosted trees on retrieval features, not a fine-tuned model: how a
+  paragraph and its best sentence fit the cluster *compared with the claim's other
+  clusters* (dev T4 F1 60.3 on gold clusters, against 52.5 for the earlier light head on
+  nine of its columns without the sentence pool, ``eval/results/light_evidence_featurizer_dev.json``);
 - windows: untrained mean sentence cosine (see :mod:`perspectrum.highlight`).
 """
 
@@ -34,14 +39,14 @@ from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.highlight import SentenceWindows
 from perspectrum.index import IndexStore
-from perspectrum.ranker import DEPTH, Debate, Featurizer, Key
-from perspectrum.scorers import STAGES, Pair, Triple, merge_pipeline_file
+from perspectrum.ranker import DEPTH, Debate, EvidenceRanker, Featurizer, Key
+from perspectrum.scorers import (CROSS_ENCODED, STAGES, Pair, Triple, fine_tuned, merge_pipeline_file, model_scores,
+                                 model_settings)
 
 HEADS_FILE = "heads.joblib"
 META_FILE = "light.json"
-#: The columns of :class:`perspectrum.ranker.Featurizer` the evidence head reads: the ranker's
-#: own features that need no sentence pool ("comp" = this cluster's value minus the best sibling's).
-EVIDENCE_FEATURES = ("cos", "cos_comp", "persp_cos", "persp_comp", "claim_cos", "rrf", "rrf_comp", "rank", "in_runs")
+#: Heads saved by another version are fitted again (2: the evidence ranker replaced a head).
+VERSION = 2
 #: Dev tuning restricted to what the pipeline applies (see :mod:`perspectrum.scorers`).
 ONLY: dict[str, dict[str, Any]] = {"stance": {"centre": False}, "equivalence": {"method": "average"},
                                    "evidence": {"weight": 1.0, "aggregate": "max"}}
@@ -75,13 +80,6 @@ class StaleHeads(PerspectrumError):
     pipeline does, saying so), since their inputs no longer mean what they learned."""
 
 
-def evidence_featurizer(store: IndexStore, evidence: Pool, show_progress: bool = False) -> Featurizer:
-    """The ranker's featurizer restricted to :data:`EVIDENCE_FEATURES`, searching with cluster
-    centroids: dev recall@20 of gold evidence is the same as with the joined text encoded
-    (83.0 % against 82.3 %), and no long cluster text is encoded."""
-    return Featurizer(store, evidence, show_progress, columns=EVIDENCE_FEATURES, dense_query="centroid")
-
-
 def _embedder(store: IndexStore, texts: Sequence[str]) -> Callable[[Sequence[str]], np.ndarray]:
     """Encode each distinct text once; return a lookup from texts to their vectors."""
     distinct = list(dict.fromkeys(texts))
@@ -98,10 +96,14 @@ class LightScorers:
     """The :class:`perspectrum.scorers.Scorers` of fitted light heads.
 
     Args:
-        heads: the fitted classifiers, one per stage of :data:`perspectrum.scorers.STAGES`.
+        heads: the fitted classifiers, one per stage of :data:`perspectrum.scorers.CROSS_ENCODED`.
+        ranker: the fitted evidence ranker.
         settings: the dev-tuned cut-offs (schema in :mod:`perspectrum.scorers`).
         store: gives the encoder and the evidence pool's indexes.
         evidence: the pool :meth:`evidence` retrieves from.
+        trained: fine-tuned members that answer a stage instead of its head (a stance model
+            trained with ``perspectrum train stance --fast`` on a machine without the others);
+            ``settings`` then holds their cut-offs for that stage.
 
     Safe from several threads: predicting is read-only, and the evidence indexes are
     opened once, on first use, under a lock.
@@ -109,20 +111,24 @@ class LightScorers:
 
     kind = "light"
 
-    def __init__(self, heads: Mapping[str, Any], settings: dict[str, dict[str, Any]], store: IndexStore,
-                 evidence: Pool) -> None:
+    def __init__(self, heads: Mapping[str, Any], ranker: EvidenceRanker, settings: dict[str, dict[str, Any]],
+                 store: IndexStore, evidence: Pool, trained: Mapping[str, Sequence[Any]] | None = None) -> None:
         self.heads = dict(heads)
+        self.ranker = ranker
+        self.trained = dict(trained or {})
+        self.kind = light_kind(self.trained)
         self.settings = settings
         self.store = store
         self.evidence_pool = evidence
         self._featurizer: Featurizer | None = None
-        self._lock = threading.Lock()
+        self._highlighter: SentenceWindows | None = None
+        self._lock = threading.RLock()  # the highlighter reads the featurizer's sentence index
 
     def featurizer(self) -> Featurizer:
         """The evidence featurizer (its indexes opened, or built, once)."""
         with self._lock:
             if self._featurizer is None:
-                self._featurizer = evidence_featurizer(self.store, self.evidence_pool)
+                self._featurizer = Featurizer(self.store, self.evidence_pool)
             return self._featurizer
 
     def _pairs(self, stage: str, pairs: Sequence[Pair], features: Callable[..., np.ndarray]) -> np.ndarray:
@@ -132,12 +138,18 @@ class LightScorers:
         return probability(self.heads[stage], features(embed([c for c, _ in pairs]), embed([p for _, p in pairs])))
 
     def relevance(self, pairs: Sequence[Pair]) -> np.ndarray:
+        if "relevance" in self.trained:
+            return model_scores(self.trained["relevance"], "relevance", pairs)
         return self._pairs("relevance", pairs, pair_features)
 
     def stance(self, pairs: Sequence[Pair]) -> np.ndarray:
+        if "stance" in self.trained:
+            return model_scores(self.trained["stance"], "stance", pairs)
         return self._pairs("stance", pairs, stance_features)
 
     def equivalence(self, triples: Sequence[Triple]) -> np.ndarray:
+        if "equivalence" in self.trained:
+            return model_scores(self.trained["equivalence"], "equivalence", triples)
         if not triples:
             return np.zeros(0)
         embed = _embedder(self.store, [t for triple in triples for t in triple])
@@ -146,16 +158,22 @@ class LightScorers:
 
     def evidence(self, debates: Mapping[Any, Debate], depth: int = DEPTH) -> tuple[list[Key], np.ndarray]:
         table = self.featurizer().table(debates, depth)
-        return table.keys, probability(self.heads["evidence"], table.features)
+        return table.keys, self.ranker.score(table)
 
     def windows(self, triples: Sequence[Triple]) -> np.ndarray:
-        """Mean sentence cosine (:mod:`perspectrum.highlight`), sentences encoded as needed:
-        the light path does not build the sentence index."""
-        return SentenceWindows(self.store.encoder).score(triples)
+        """Mean sentence cosine (:mod:`perspectrum.highlight`), with the ranker's sentence vectors."""
+        with self._lock:
+            if self._highlighter is None:
+                featurizer = self.featurizer()
+                self._highlighter = SentenceWindows.from_index(self.store.encoder, featurizer.sentence_pool,
+                                                               featurizer.sentences)
+        return self._highlighter.score(triples)
 
     @classmethod
-    def load(cls, folder: str | Path, store: IndexStore, evidence: Pool) -> LightScorers:
-        """Read heads saved by :func:`perspectrum.light_training.train_light`.
+    def load(cls, folder: str | Path, store: IndexStore, evidence: Pool,
+             models_dir: str | Path | None = None) -> LightScorers:
+        """Read heads saved by :func:`perspectrum.light_training.train_light`, with the
+        fine-tuned relevance, stance or equivalence models ``models_dir`` holds in their place.
 
         ``heads.joblib`` is a pickle: load only heads you trained.
         """
@@ -166,17 +184,37 @@ class LightScorers:
             raise PerspectrumError(f"no light heads in {folder} ({META_FILE} or {HEADS_FILE} is missing)")
         try:
             meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+            if meta.get("kind") != LightScorers.kind or meta.get("version") != VERSION:
+                raise StaleHeads(f"the light heads in {folder} are of another kind or version")
             settings = {stage: {k: meta["settings"][stage][k] for k in SETTING_KEYS[stage]} for stage in STAGES}
             saved = joblib.load(folder / HEADS_FILE)
-            heads = {stage: saved[stage] for stage in STAGES}
-            features = tuple(saved["evidence_features"])
+            heads = {stage: saved[stage] for stage in CROSS_ENCODED}
+            ranker = EvidenceRanker.load(folder)
+        except StaleHeads:
+            raise
         except Exception as exc:  # a damaged pickle can raise nearly anything; all mean the same
             raise PerspectrumError(f"the light heads in {folder} are corrupt ({type(exc).__name__}): "
                                    "delete the folder to have them fitted again") from None
-        if meta.get("kind") != LightScorers.kind or features != EVIDENCE_FEATURES:
-            raise StaleHeads(f"the light heads in {folder} are of another kind or version")
         if meta.get("encoder") != store.encoder.identity:
             raise StaleHeads(f"the light heads in {folder} were trained on another encoder's "
                              f"embeddings ({meta.get('encoder')})")
+        trained = {}
+        if models_dir is not None:
+            from perspectrum.models import load_task, read_meta
+
+            for task in replacing(models_dir):
+                trained[task] = load_task(models_dir, task)
+                settings[task] = model_settings(task, read_meta(models_dir, task))
         merge_pipeline_file(settings, folder)
-        return cls(heads, settings, store, evidence)
+        return cls(heads, ranker, settings, store, evidence, trained)
+
+
+def replacing(models_dir: str | Path) -> tuple[str, ...]:
+    """The stages whose fine-tuned model in ``models_dir`` answers instead of a light head."""
+    return tuple(task for task in fine_tuned(models_dir) if task in CROSS_ENCODED)
+
+
+def light_kind(trained: Sequence[str] | Mapping[str, Any]) -> str:
+    """The system's name: ``light``, or ``light + trained stance`` (and so on) for the stages
+    a fine-tuned model answers."""
+    return "light" + (f" + trained {', '.join(t for t in CROSS_ENCODED if t in trained)}" if trained else "")

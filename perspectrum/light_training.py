@@ -25,11 +25,10 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.eval.ir import percent
 from perspectrum.eval.trained import RELEVANCE_DEPTH, Matrices, Scored, tune
 from perspectrum.index import DenseIndex, IndexStore
-from perspectrum.light import (EVIDENCE_FEATURES, HEADS_FILE, META_FILE, ONLY, SETTING_KEYS, LightScorers,
-                               equivalence_features, evidence_featurizer, pair_features, probability,
-                               stance_features)
-from perspectrum.scorers import STAGES
-from perspectrum.ranker import Debate, Featurizer, Key
+from perspectrum.light import (HEADS_FILE, META_FILE, ONLY, SETTING_KEYS, VERSION, LightScorers,
+                               equivalence_features, pair_features, probability, stance_features)
+from perspectrum.ranker import Debate, EvidenceRanker, Featurizer, fit_ranker
+from perspectrum.scorers import CROSS_ENCODED, STAGES
 
 
 def _logistic(seed: int) -> Any:
@@ -40,12 +39,6 @@ def _logistic(seed: int) -> Any:
     from sklearn.preprocessing import StandardScaler
 
     return make_pipeline(StandardScaler(), LogisticRegression(C=0.05, max_iter=500, random_state=seed))
-
-
-def _trees(seed: int) -> Any:
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
-    return HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05, early_stopping=False, random_state=seed)
 
 
 def _fit(make: Callable[[int], Any], seed: int, features: np.ndarray, labels: Sequence[bool], stage: str) -> Any:
@@ -131,12 +124,13 @@ def _equivalence(inputs: _Inputs, seed: int) -> tuple[Any, Matrices]:
     return head, matrices
 
 
-def _evidence(inputs: _Inputs, featurizer: Featurizer, seed: int) -> tuple[Any, dict[str, Scored]]:
-    """Each gold cluster's candidates, labelled by the cluster's gold evidence.
+def _evidence(inputs: _Inputs, store: IndexStore, seed: int,
+              show_progress: bool) -> tuple[EvidenceRanker, dict[str, Scored]]:
+    """The evidence ranker, fitted on the train claims' gold clusters, and its dev scores.
 
     Every cluster of a dev claim takes part in the sibling comparisons; only those with
-    gold evidence are scored, as T4 is. Texts take the vectors already at hand (the
-    claims', and the perspective index's), so training encodes nothing here.
+    gold evidence are scored, as T4 is. Claims and perspectives take the vectors already
+    at hand (the claims', and the perspective index's); only the cluster queries are encoded.
     """
     dataset = inputs.dataset
     known = {dataset.perspectives[pid].text: pid for c in [*inputs.train, *inputs.dev] for pid in c.gold_pids}
@@ -145,18 +139,14 @@ def _evidence(inputs: _Inputs, featurizer: Featurizer, seed: int) -> tuple[Any, 
     def embed(texts: Sequence[str]) -> np.ndarray:
         return np.array([claims[t] if t in claims else inputs.perspectives.vectors([known[t]])[0] for t in texts])
 
-    def table(split: Sequence[Claim]) -> tuple[list[Key], np.ndarray]:
-        found = featurizer.table({c.cid: Debate.of(dataset, c) for c in split}, embed=embed)
-        return found.keys, found.features
-
-    keys, x = table(inputs.train)
-    head = _fit(_trees, seed, x, [d in dataset.claims[cid].clusters[i].evidence for cid, i, d in keys], "evidence")
-    keys, x = table(inputs.dev)
+    ranker, _ = fit_ranker(dataset, store, inputs.train, seed, show_progress, embed=embed)
+    table = Featurizer.for_dataset(store, dataset).table({c.cid: Debate.of(dataset, c) for c in inputs.dev},
+                                                         embed=embed)
     groups: dict[tuple[int, int], list[tuple[Any, float, float]]] = {}
-    for (cid, i, d), p in zip(keys, probability(head, x)):
+    for (cid, i, d), p in zip(table.keys, ranker.score(table)):
         if dataset.claims[cid].clusters[i].evidence:
             groups.setdefault((cid, i), []).append((d, float(p), float(p)))
-    return head, {"max": Scored(groups)}
+    return ranker, {"max": Scored(groups)}
 
 
 def _fingerprint(dataset: Dataset, claims: Sequence[Claim]) -> str:
@@ -176,9 +166,9 @@ def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: i
     claim's dense top-50; stance, every gold pair (label: its cluster supports the claim);
     equivalence, every pair of a claim's gold perspectives (label: same cluster);
     evidence, each gold cluster's hybrid top-20 (label: that cluster's gold evidence).
-    Deterministic for a seed. ``folder`` gets ``heads.joblib`` (a pickle) and
-    ``light.json`` (settings, dev metrics, seed, seconds, encoder and data identity),
-    swapped in whole.
+    Deterministic for a seed. ``folder`` gets ``heads.joblib`` (a pickle of the three
+    logistic heads), ``ranker.npz`` (the evidence ranker, arrays) and ``light.json``
+    (settings, dev metrics, seed, seconds, encoder and data identity), swapped in whole.
     """
     import joblib
     import sklearn
@@ -188,9 +178,8 @@ def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: i
     train, dev = dataset.split("train"), dataset.split("dev")
     if not train or not dev:
         raise PerspectrumError("the light heads need claims in both the train and the dev split")
-    featurizer = evidence_featurizer(store, evidence_pool, show_progress)
     perspectives = store.open(Pool.from_dataset(dataset, "perspectives"), "dense", show_progress=show_progress)
-    heads: dict[str, Any] = {}
+    fitted: dict[str, Any] = {}
     settings: dict[str, dict[str, Any]] = {}
     metrics: dict[str, dict[str, float]] = {}
     with progress("light heads", 1 + 2 * len(STAGES), enabled=show_progress) as advance:
@@ -199,46 +188,52 @@ def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: i
         inputs = _Inputs(dataset, train, dev, dict(zip((c.cid for c in (*train, *dev)), vectors)), perspectives)
         advance(1)
         fitters = {"relevance": _relevance, "stance": _stance, "equivalence": _equivalence,
-                   "evidence": lambda i, s: _evidence(i, featurizer, s)}
+                   "evidence": lambda i, s: _evidence(i, store, s, show_progress)}
         for stage in STAGES:
             advance(0, f"fitting {stage}")
-            heads[stage], scores = fitters[stage](inputs, seed)
+            fitted[stage], scores = fitters[stage](inputs, seed)
             advance(1, f"tuning {stage} on dev")
             setting, measured = tune(stage, dev, scores, only=ONLY.get(stage))
             settings[stage] = {k: setting[k] for k in SETTING_KEYS[stage]}
             metrics[stage] = percent(measured)
             advance(1)
-    meta = {"kind": LightScorers.kind, "settings": settings, "dev": metrics, "seed": seed,
+    heads, ranker = {stage: fitted[stage] for stage in CROSS_ENCODED}, fitted["evidence"]
+    meta = {"kind": LightScorers.kind, "version": VERSION, "settings": settings, "dev": metrics, "seed": seed,
             "seconds": round(time.perf_counter() - started, 1), "encoder": store.encoder.identity,
             "data_fingerprint": _fingerprint(dataset, [*train, *dev]), "sklearn": sklearn.__version__,
             "claims": {"train": len(train), "dev": len(dev)}}
 
     def write(tmp: Path) -> None:
-        joblib.dump({**heads, "evidence_features": EVIDENCE_FEATURES}, tmp / HEADS_FILE)
+        joblib.dump(heads, tmp / HEADS_FILE)
+        ranker.save(tmp)
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     atomic_folder(folder, write)
-    return LightScorers(heads, settings, store, evidence_pool)
+    return LightScorers(heads, ranker, settings, store, evidence_pool)
 
 
-#: What ``perspectrum tune`` chose on dev for the light heads (eval/results/tune_pipeline_light.json):
-#: a first run keeps these and chooses only the floor, which needs retrieval and relevance
-#: alone (an end-to-end dev run per setting would add minutes to a first answer).
-LIGHT_MARGINS = (0.05,)
-LIGHT_NEIGHBOURS = (5,)
+#: What ``perspectrum tune`` chose on dev for each light system (stance margin, raise of the
+#: clustering cut, pool neighbours read with stance agreement): a first run keeps these and
+#: chooses only the floor, which needs retrieval and relevance alone (a whole tuning run
+#: would add 7 minutes to a first answer). From eval/results/tune_pipeline_light.json and
+#: tune_pipeline_light_stance.json.
+FIRST_RUN: dict[str, dict[str, float]] = {
+    "light": {"margin": 0.2, "raise": 0.15, "neighbours": 5},
+    "light + trained stance": {"margin": 0.05, "raise": 0.2, "neighbours": 5},
+}
 
 
-def tune_light(dataset: Dataset, store: IndexStore, models_dir: str | Path, show_progress: bool = False,
-               margins: Sequence[float] = LIGHT_MARGINS, neighbours: Sequence[int] = LIGHT_NEIGHBOURS) -> dict[str, Any]:
+def tune_light(dataset: Dataset, store: IndexStore, models_dir: str | Path, show_progress: bool = False) -> dict[str, Any]:
     """Choose the pipeline's relevance floor for freshly trained light heads on dev (with the
-    stance margin and expansion ``perspectrum tune`` chose for them), and store it in the
-    heads' folder. Always over PERSPECTRUM's own pools, whatever pools the pipeline that
-    asked answers from.
+    other settings ``perspectrum tune`` chose for the same system, :data:`FIRST_RUN`), and store
+    them in the heads' folder. Always over PERSPECTRUM's own pools, whatever pools the
+    pipeline that asked answers from.
     """
     from perspectrum.eval.tuning import tune_pipeline
     from perspectrum.pipeline import Pipeline
 
     pipe = Pipeline(Pool.from_dataset(dataset, "perspectives"), Pool.from_dataset(dataset, "evidence"), store,
                     models_dir, show_progress=show_progress)
-    return tune_pipeline(dataset, pipe, show_progress=show_progress, margins=margins, neighbours=neighbours,
-                         raises=(0.0,))
+    chosen = FIRST_RUN.get(pipe.system, FIRST_RUN["light"])
+    return tune_pipeline(dataset, pipe, show_progress=show_progress, margins=(chosen["margin"],),
+                         neighbours=(int(chosen["neighbours"]),), raises=(chosen["raise"],))

@@ -233,7 +233,7 @@ class Pipeline:
         why = f"no fine-tuned models in {self.models_dir}"
         if (light / "light.json").is_file():
             try:
-                return LightScorers.load(light, self.store, self.evidence_pool)
+                return LightScorers.load(light, self.store, self.evidence_pool, self.models_dir)
             except StaleHeads as exc:
                 why = str(exc)
         say(f"{why}: training light heads on frozen MiniLM embeddings "
@@ -247,7 +247,7 @@ class Pipeline:
         tune_light(dataset, self.data_store, self.models_dir, show_progress=self.show_progress)
         say(f"light heads trained and the pipeline tuned on dev in {time.perf_counter() - started:.0f} s, "
             f"saved to {light}")
-        return LightScorers.load(light, self.store, self.evidence_pool)
+        return LightScorers.load(light, self.store, self.evidence_pool, self.models_dir)
 
     def _get(self) -> _Ready:
         with self._lock:

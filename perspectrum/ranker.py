@@ -21,6 +21,7 @@ scores like those it will see on unseen claims.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ import numpy as np
 from perspectrum._io import atomic_write
 from perspectrum.data import Claim, Dataset, Pool, paragraph_of
 from perspectrum.errors import PerspectrumError
-from perspectrum.index import DenseIndex, IndexStore
+from perspectrum.index import IndexStore
 from perspectrum.search import Hit, HybridSearcher
 from perspectrum.trees import Forest
 
@@ -87,29 +88,13 @@ def _versus_siblings(matrix: np.ndarray, own: int) -> tuple[np.ndarray, np.ndarr
     return mine, mine - (others.max(axis=1) if others.shape[1] else 0.0)
 
 
-#: Columns read from the ``sentences`` pool, whose dense index is opened only when one is asked for.
-SENTENCE_FEATURES = frozenset({"sent_cos", "sent_comp", "first_cos", "first_comp", "sent_gap"})
-#: Columns that need each candidate's BM25 against every cluster query (skipped when none is asked for).
-BM25_FEATURES = frozenset({"bm25", "bm25_comp", "bm25_rank"})
-#: How a cluster searches the dense index: ``text`` encodes its paraphrases joined by spaces;
-#: ``centroid`` searches with the centroid of their vectors (no long text to encode).
-DENSE_QUERIES = ("text", "centroid")
-
-
 class Featurizer:
-    """Retrieves each cluster's candidate paragraphs and computes evidence features.
-
-    The one featurizer of evidence candidates: the ranker reads every column of
-    :data:`FEATURES`; the light evidence head (:mod:`perspectrum.light`) reads a subset
-    without the sentence pool, searching with cluster centroids.
+    """Retrieves each cluster's candidate paragraphs and computes the :data:`FEATURES`.
 
     Args:
-        store: where the evidence pool's BM25 and dense indexes live (built if missing),
-            and the ``sentences`` pool's dense index when a column of
-            :data:`SENTENCE_FEATURES` is asked for.
+        store: where the evidence pool's BM25 and dense indexes and the ``sentences``
+            pool's dense index live (built if missing).
         evidence: the evidence pool.
-        columns: the columns of :data:`FEATURES` to compute, in this order.
-        dense_query: one of :data:`DENSE_QUERIES`.
     """
 
     @classmethod
@@ -117,26 +102,17 @@ class Featurizer:
         """The ranker's featurizer over PERSPECTRUM's own evidence pool."""
         return cls(store, Pool.from_dataset(dataset, "evidence"), show_progress)
 
-    def __init__(self, store: IndexStore, evidence: Pool, show_progress: bool = False,
-                 columns: Sequence[str] = FEATURES, dense_query: str = "text") -> None:
-        unknown = [c for c in columns if c not in FEATURES]
-        if unknown or dense_query not in DENSE_QUERIES:
-            raise ValueError(f"unknown evidence feature or dense query: {unknown or dense_query}")
-        self.columns = tuple(columns)
-        self.dense_query = dense_query
+    def __init__(self, store: IndexStore, evidence: Pool, show_progress: bool = False) -> None:
         self.bm25 = store.open(evidence, "bm25", show_progress=show_progress)
         self.dense = store.open(evidence, "dense", show_progress=show_progress)
         self.hybrid = HybridSearcher(self.bm25, self.dense)
         self.encoder = store.encoder
         self.chars = dict(zip(evidence.ids, (len(t) for t in evidence.texts)))
-        self.sentences: DenseIndex | None = None
-        self.sentence_pool: Pool | None = None
+        self.sentence_pool = store.sentences(evidence)
+        self.sentences = store.open(self.sentence_pool, "dense", show_progress=show_progress)
         rows: dict[str, list[int]] = {}  # keyed by the paragraph id as text: own pools may use strings
-        if SENTENCE_FEATURES.intersection(self.columns):
-            self.sentence_pool = store.sentences(evidence)
-            self.sentences = store.open(self.sentence_pool, "dense", show_progress=show_progress)
-            for row, doc_id in enumerate(self.sentences.doc_ids):
-                rows.setdefault(str(paragraph_of(doc_id)), []).append(row)
+        for row, doc_id in enumerate(self.sentences.doc_ids):
+            rows.setdefault(str(paragraph_of(doc_id)), []).append(row)
         self._sentence_rows = rows
 
     def table(self, debates: Mapping[Any, Debate], depth: int = DEPTH,
@@ -156,18 +132,9 @@ class Featurizer:
         perspectives = {key: [np.array([next(vectors) for _ in c]) for c in debates[key].clusters] for key in order}
         centroids = {key: _unit(np.array([p.mean(axis=0) for p in perspectives[key]])) for key in order
                      if perspectives[key]}
-        if self.dense_query == "text":
-            found = self.hybrid.batch_search([q for _, _, q in flat], depth)
-        else:
-            wide = max(depth, self.hybrid.params.depth)
-            found = self.hybrid.fuse(self.bm25.batch_search([q for _, _, q in flat], wide), self.dense.search_vectors(
-                np.array([centroids[key][i] for key, i, _ in flat], dtype=np.float32).reshape(len(flat), -1), wide),
-                depth) if flat else []
+        found = self.hybrid.batch_search([q for _, _, q in flat], depth)
         hits = {(key, i): run for (key, i, _), run in zip(flat, found)}
-        # BM25 of every candidate against every cluster query: only for the columns that read it
-        with_bm25 = bool(BM25_FEATURES.intersection(self.columns))
-        best_bm25 = ([h[0].score if h else 0.0 for h in self.bm25.batch_search([q for _, _, q in flat], 1)]
-                     if with_bm25 else [1.0] * len(flat))
+        best_bm25 = [h[0].score if h else 0.0 for h in self.bm25.batch_search([q for _, _, q in flat], 1)]
         top_bm25 = {(key, i): s or 1.0 for (key, i, _), s in zip(flat, best_bm25)}
         keys: list[Key] = []
         blocks: list[np.ndarray] = []
@@ -177,11 +144,9 @@ class Featurizer:
             # every candidate of the claim, scored once by each cluster's query
             candidates = list(dict.fromkeys(h.doc_id for run in runs_of for h in run))
             column = {d: n for n, d in enumerate(candidates)}
-            if with_bm25 and candidates:
-                bm25 = (self.bm25.score(queries[key], candidates).T /
-                        np.array([top_bm25[(key, j)] for j in range(len(clusters))]))
-            else:
-                bm25 = np.zeros((len(candidates), len(clusters)))
+            bm25 = (self.bm25.score(queries[key], candidates).T /
+                    np.array([top_bm25[(key, j)] for j in range(len(clusters))])) if candidates else \
+                np.zeros((0, len(clusters)))
             rrf = [{h.doc_id: h.score / run[0].score if run[0].score else 0.0 for h in run} for run in runs_of]
             for i, run in enumerate(runs_of):
                 ids = [h.doc_id for h in run]
@@ -191,12 +156,12 @@ class Featurizer:
                 blocks.append(self._features(i, ids, claims[key], perspectives[key], centroids[key], bm25[rows],
                                              np.array([[r.get(d, 0.0) for r in rrf] for d in ids])))
                 keys += [(key, i, d) for d in ids]
-        features = np.vstack(blocks) if blocks else np.zeros((0, len(self.columns)))
+        features = np.vstack(blocks) if blocks else np.zeros((0, len(FEATURES)))
         return Table(keys, features, hits)
 
     def _features(self, i: int, ids: list[int], claim: np.ndarray, perspectives: list[np.ndarray],
                   centroids: np.ndarray, bm25_all: np.ndarray, rrf_all: np.ndarray) -> np.ndarray:
-        """The chosen columns of :data:`FEATURES` for cluster ``i``'s candidates ``ids``.
+        """The :data:`FEATURES` of cluster ``i``'s candidates ``ids``.
 
         ``bm25_all`` and ``rrf_all`` are (candidates × clusters): each cluster query's
         BM25 over its top score, and the fused score in each cluster's run over its top
@@ -220,15 +185,14 @@ class Featurizer:
             "chars": np.array([self.chars[d] for d in ids]),
             "persp_cos": persp, "persp_comp": persp_comp,
         }
-        if self.sentences is not None:
-            sentence_vectors = [self.sentences.embeddings[self._sentence_rows[str(d)]] for d in ids]
-            sent_all = np.array([[float((s @ p.T).max()) for p in perspectives] for s in sentence_vectors])
-            first_all = np.array([[float((s[0] @ p.T).max()) for p in perspectives] for s in sentence_vectors])
-            sent, sent_comp = _versus_siblings(sent_all, i)
-            first, first_comp = _versus_siblings(first_all, i)
-            columns.update({"sent_cos": sent, "sent_comp": sent_comp, "first_cos": first, "first_comp": first_comp,
-                            "sent_gap": sent - sent.max()})
-        return np.column_stack([columns[name] for name in self.columns]).astype(np.float64)
+        sentence_vectors = [self.sentences.embeddings[self._sentence_rows[str(d)]] for d in ids]
+        sent_all = np.array([[float((s @ p.T).max()) for p in perspectives] for s in sentence_vectors])
+        first_all = np.array([[float((s[0] @ p.T).max()) for p in perspectives] for s in sentence_vectors])
+        sent, sent_comp = _versus_siblings(sent_all, i)
+        first, first_comp = _versus_siblings(first_all, i)
+        columns.update({"sent_cos": sent, "sent_comp": sent_comp, "first_cos": first, "first_comp": first_comp,
+                        "sent_gap": sent - sent.max()})
+        return np.column_stack([columns[name] for name in FEATURES]).astype(np.float64)
 
 
 def second_stage(keys: Sequence[Key], first: np.ndarray) -> np.ndarray:
@@ -334,3 +298,18 @@ def labels_for(dataset: Dataset, table: Table) -> np.ndarray:
     """Gold labels of a table built from dataset claims keyed by cid."""
     gold = {(c.cid, i): set(cluster.evidence) for c in dataset.claims.values() for i, cluster in enumerate(c.clusters)}
     return np.array([d in gold[(key, i)] for key, i, d in table.keys], dtype=bool)
+
+
+def fit_ranker(dataset: Dataset, store: IndexStore, claims: Sequence[Claim], seed: int, show_progress: bool = False,
+               embed: Callable[[Sequence[str]], np.ndarray] | None = None) -> tuple[EvidenceRanker, dict[str, Any]]:
+    """Fit the ranker on ``claims``' gold clusters and their candidates; say how, for a model's meta.
+
+    ``embed`` is :meth:`Featurizer.table`'s (vectors a caller already has).
+    """
+    started = time.perf_counter()
+    table = Featurizer.for_dataset(store, dataset, show_progress).table(
+        {c.cid: Debate.of(dataset, c) for c in claims}, embed=embed)
+    labels = labels_for(dataset, table)
+    ranker = EvidenceRanker.fit(table, labels, seed)
+    return ranker, {"candidates": len(labels), "positives": int(labels.sum()), "depth": DEPTH, "seed": seed,
+                    "features": [*FEATURES, *SECOND], "seconds": round(time.perf_counter() - started, 1)}

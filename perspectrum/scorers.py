@@ -47,6 +47,8 @@ from perspectrum.index import IndexStore
 from perspectrum.ranker import DEPTH, Debate, EvidenceRanker, Featurizer, Key
 
 STAGES = ("relevance", "stance", "equivalence", "evidence")
+#: The stages a fine-tuned cross-encoder answers (evidence is the ranker's).
+CROSS_ENCODED = ("relevance", "stance", "equivalence")
 #: Settings chosen on dev for the pipeline as a whole, beside a set of models.
 PIPELINE_FILE = "pipeline.json"
 PIPELINE_DEFAULTS: dict[str, dict[str, Any]] = {"relevance": {"floor": 0.0}, "stance": {"margin": 0.0},
@@ -117,12 +119,8 @@ class TrainedScorers:
         if ranker_cut is None:
             raise PerspectrumError(f"{self.models_dir / 'evidence'} has no ranker cut-off: "
                                    "run `perspectrum train evidence --tune-only`")
-        self.settings = {
-            "relevance": dict(metas["relevance"]["thresholds"]),
-            "stance": {"threshold": metas["stance"]["thresholds"]["threshold"]},
-            "equivalence": {k: metas["equivalence"]["thresholds"][k] for k in ("weight", "threshold")},
-            "evidence": {k: ranker_cut[k] for k in ("relative", "threshold", "k", "min_keep")},
-        }
+        self.settings = {task: model_settings(task, metas[task]) for task in CROSS_ENCODED}
+        self.settings["evidence"] = {k: ranker_cut[k] for k in ("relative", "threshold", "k", "min_keep")}
         merge_pipeline_file(self.settings, self.models_dir)
         self._loaded: dict[str, Any] = {}
         self._lock = threading.RLock()  # the highlighter loads the featurizer it reads
@@ -145,11 +143,7 @@ class TrainedScorers:
     def _highlighter(self) -> SentenceWindows:
         """Window scoring with the vectors of the ranker's sentence index (under the lock)."""
         featurizer = self._get("featurizer")
-        text = dict(zip(featurizer.sentence_pool.ids, featurizer.sentence_pool.texts))
-        # rows of the index's matrix are views: no second copy of the sentence vectors
-        return SentenceWindows(self.store.encoder, {text[d]: featurizer.sentences.embeddings[row]
-                                                    for row, d in enumerate(featurizer.sentences.doc_ids)
-                                                    if d in text})
+        return SentenceWindows.from_index(self.store.encoder, featurizer.sentence_pool, featurizer.sentences)
 
     def load_all(self) -> None:
         """Load every model and index now (a server's warm-up) instead of on first use.
@@ -160,20 +154,14 @@ class TrainedScorers:
         for name in ("relevance", "stance", "equivalence", "ranker", "featurizer", "highlight"):
             self._get(name)
 
-    def _mean(self, task: str, pairs: Sequence[Pair]) -> np.ndarray:
-        members = self._get(task)
-        if not pairs:
-            return np.zeros(0, dtype=np.float32)
-        return np.mean([m.score(pairs) for m in members], axis=0)
-
     def relevance(self, pairs: Sequence[Pair]) -> np.ndarray:
-        return self._mean("relevance", [claim_perspective_input(c, p) for c, p in pairs])
+        return model_scores(self._get("relevance"), "relevance", pairs)
 
     def stance(self, pairs: Sequence[Pair]) -> np.ndarray:
-        return self._mean("stance", [claim_perspective_input(c, p) for c, p in pairs])
+        return model_scores(self._get("stance"), "stance", pairs)
 
     def equivalence(self, triples: Sequence[Triple]) -> np.ndarray:
-        return self._mean("equivalence", [equivalence_input(c, a, b) for c, a, b in triples])
+        return model_scores(self._get("equivalence"), "equivalence", triples)
 
     def evidence(self, debates: Mapping[Any, Debate], depth: int = DEPTH) -> tuple[list[Key], np.ndarray]:
         table = self._get("featurizer").table(debates, depth)
@@ -183,12 +171,34 @@ class TrainedScorers:
         return self._get("highlight").score(triples)
 
 
-def models_present(models_dir: str | Path) -> bool:
-    """Whether ``models_dir`` holds all four trained models (the ranker is checked on load)."""
+def model_scores(members: Sequence[Any], task: str, items: Sequence[Pair] | Sequence[Triple]) -> np.ndarray:
+    """The mean score of a task's fine-tuned members (:class:`perspectrum.crossencoder.CrossEncoderModel`)
+    on (claim, perspective) pairs, or (claim, perspective, perspective) triples for equivalence."""
+    if not items:
+        return np.zeros(0, dtype=np.float32)
+    inputs = ([equivalence_input(*t) for t in items] if task == "equivalence"
+              else [claim_perspective_input(*p) for p in items])
+    return np.mean([m.score(inputs) for m in members], axis=0)
+
+
+def model_settings(task: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A fine-tuned model's dev-tuned cut-offs, as its stage reads them (one of :data:`CROSS_ENCODED`)."""
+    thresholds = meta["thresholds"]
+    keys = {"relevance": tuple(thresholds), "stance": ("threshold",), "equivalence": ("weight", "threshold")}[task]
+    return {k: thresholds[k] for k in keys}
+
+
+def fine_tuned(models_dir: str | Path) -> tuple[str, ...]:
+    """The tasks with a fine-tuned model in ``models_dir`` (the ranker is checked on load)."""
     from perspectrum.crossencoder import META_FILE
     from perspectrum.models import TASKS
 
-    return all((Path(models_dir) / task / META_FILE).is_file() for task in TASKS)
+    return tuple(task for task in TASKS if (Path(models_dir) / task / META_FILE).is_file())
+
+
+def models_present(models_dir: str | Path) -> bool:
+    """Whether ``models_dir`` holds all four trained models."""
+    return len(fine_tuned(models_dir)) == len(STAGES)
 
 
 def merge_pipeline_file(settings: dict[str, dict[str, Any]], folder: str | Path) -> None:

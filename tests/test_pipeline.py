@@ -21,6 +21,7 @@ from perspectrum.data import Pool, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.pipeline import score
 from perspectrum.pipeline import ClaimError, Discovery, PipelineConfig, check_claim
+from perspectrum.scorers import PIPELINE_FILE
 from tests.conftest import PERSPECTIVES, write_dataset
 
 runner = CliRunner()
@@ -47,6 +48,21 @@ def test_fresh_machine_builds_indexes_trains_light_heads_and_answers(fresh, caps
     assert result.perspectives, "the claim's own gold perspectives are in the pool"
     found = {p.id for cluster in result.perspectives for p in cluster.phrasings}
     assert found & {19, 20, 21}
+
+
+def test_a_first_run_keeps_the_dev_choices_for_its_system(fresh) -> None:
+    """The first run chooses only the floor; the stance margin, the raised clustering cut and
+    the expansion are the ones `perspectrum tune` chose on dev for light heads."""
+    from perspectrum.light_training import FIRST_RUN
+
+    _, _, models, pipe = fresh
+    assert pipe.system == "light"
+    stored = json.loads((models / "light" / PIPELINE_FILE).read_text(encoding="utf-8"))["settings"]
+    chosen = FIRST_RUN["light"]
+    assert stored["stance"]["margin"] == pipe.settings["stance"]["margin"] == chosen["margin"]
+    assert stored["expand"] == {"neighbours": chosen["neighbours"], "agree": True}
+    cut = round(pipe.scorers.settings["equivalence"]["threshold"] + chosen["raise"], 4)
+    assert stored["cluster"]["threshold"] == pipe.settings["cluster"]["threshold"] == cut
 
 
 def test_json_schema_is_stable_and_round_trips(fresh) -> None:
@@ -114,7 +130,6 @@ def test_cli_discover_json_and_table(fresh) -> None:
 def test_cli_off_topic_claim_gets_one_line_and_an_empty_json_answer(fresh, tmp_path: Path) -> None:
     import shutil
 
-    from perspectrum.scorers import PIPELINE_FILE
 
     data_dir, indexes, models, _ = fresh
     copy = tmp_path / "models"
@@ -135,25 +150,51 @@ def test_cli_off_topic_claim_gets_one_line_and_an_empty_json_answer(fresh, tmp_p
 
 
 def test_light_heads_of_another_version_are_fitted_again(fresh, tmp_path: Path, capsys) -> None:
-    """Heads saved with other evidence features (an older version) are refit, saying why."""
+    """Heads an older version saved (version 1 kept a pickled evidence head, no ranker) are
+    refit, saying why."""
     import shutil
 
-    import joblib
-
-    from perspectrum.light import HEADS_FILE, StaleHeads
+    from perspectrum.light import META_FILE, VERSION, LightScorers, StaleHeads
+    from perspectrum.ranker import RANKER_FILE
 
     data_dir, indexes, models, pipe = fresh
     copy = shutil.copytree(models / "light", tmp_path / "models" / "light")
-    saved = joblib.load(copy / HEADS_FILE)
-    joblib.dump({**saved, "evidence_features": ("cos", "cos_margin")}, copy / HEADS_FILE)
+    meta = json.loads((copy / META_FILE).read_text())
+    (copy / META_FILE).write_text(json.dumps({**meta, "version": 1}))
+    (copy / RANKER_FILE).unlink()
     with pytest.raises(StaleHeads, match="another kind or version"):
-        from perspectrum.light import LightScorers
-
         LightScorers.load(copy, pipe.store, pipe.evidence_pool)
     refit = Pipeline.load(data_dir, indexes, tmp_path / "models", verify=False)
     assert refit.system == "light"
     assert "another kind or version: training light heads" in capsys.readouterr().err
-    assert tuple(joblib.load(copy / HEADS_FILE)["evidence_features"]) == tuple(saved["evidence_features"])
+    assert json.loads((copy / META_FILE).read_text())["version"] == VERSION and (copy / RANKER_FILE).is_file()
+
+
+def test_a_fine_tuned_stance_model_answers_in_place_of_the_light_head(fresh, trained_dir, tmp_path: Path) -> None:
+    """`perspectrum train stance --fast` on a machine with light heads: the stance model and
+    its dev-tuned threshold answer for stance; every other stage is still the light heads'."""
+    import shutil
+
+    import numpy as np
+
+    from perspectrum.bundle import inventory
+    from perspectrum.examples import claim_perspective_input
+    from perspectrum.models import load_task, read_meta
+
+    data_dir, indexes, models, pipe = fresh
+    assert pipe.system == "light"
+    mixed = tmp_path / "models"
+    shutil.copytree(models / "light", mixed / "light")
+    shutil.copytree(trained_dir[2] / "stance", mixed / "stance")
+    both = Pipeline.load(data_dir, indexes, mixed, verify=False)
+    assert both.system == inventory(mixed)["system"] == "light + trained stance"
+    pairs = [(CLAIM, "Cars pollute the air"), (CLAIM, "Public transport is cheaper")]
+    member = load_task(mixed, "stance")[0]
+    assert np.allclose(both.scorers.stance(pairs), member.score([claim_perspective_input(*p) for p in pairs]))
+    assert both.settings["stance"]["threshold"] == read_meta(mixed, "stance")["thresholds"]["threshold"]
+    assert np.array_equal(both.scorers.relevance(pairs), pipe.scorers.relevance(pairs))
+    assert both.settings["relevance"] == pipe.settings["relevance"]
+    assert both.discover(CLAIM).system == "light + trained stance"
 
 
 def test_concurrent_calls_match_sequential_ones(fresh) -> None:
@@ -183,10 +224,11 @@ def test_discover_many_matches_discover(fresh) -> None:
 def test_config_overrides_and_validation(fresh) -> None:
     data_dir, indexes, models, pipe = fresh
     strict = Pipeline.load(data_dir, indexes, models, verify=False,
-                           config=PipelineConfig(overrides={"relevance": {"k": 1}}))
+                           config=PipelineConfig(overrides={"relevance": {"k": 1}, "expand": {"agree": False}}))
     assert strict.settings["relevance"]["k"] == 1 and pipe.settings["relevance"]["k"] != 1
     phrasings = [p for found in strict.discover(CLAIM).perspectives for p in found.phrasings]
-    assert len([p for p in phrasings if p.support_probability is not None]) == 1  # the rest: pool paraphrases
+    # the rest: pool paraphrases, which the stance model reads only with expand's `agree` on
+    assert len([p for p in phrasings if p.support_probability is not None]) == 1
     alone = strict.with_config(PipelineConfig(overrides={"relevance": {"k": 1}, "expand": {"neighbours": 0}}))
     assert sum(len(p.phrasings) for p in alone.discover(CLAIM).perspectives) == 1
     with pytest.raises(PerspectrumError, match="unknown stage"):

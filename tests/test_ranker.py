@@ -13,7 +13,6 @@ import pytest
 from perspectrum.data import Pool, load_dataset, paragraph_of, sentence_id
 from perspectrum.errors import PerspectrumError
 from perspectrum.index import IndexStore
-from perspectrum.light import EVIDENCE_FEATURES
 from perspectrum.ranker import (
     FEATURES,
     RANKER_FILE,
@@ -76,31 +75,16 @@ def test_features_compare_a_paragraph_with_the_sibling_clusters(setup):
     assert own[FEATURES.index("clusters")] == 2 and own[FEATURES.index("sent_cos")] >= own[FEATURES.index("cos")] - 0.5
 
 
-def test_the_light_head_reads_the_rankers_own_columns(setup, root):
-    """One featurizer serves both: a subset of columns is the same numbers, without the sentence
-    pool, and without BM25 scoring of every candidate (no light column reads it)."""
-    dataset, _, table, _ = setup
-    light = Featurizer(IndexStore(root / "indexes"), Pool.from_dataset(dataset, "evidence"), columns=EVIDENCE_FEATURES)
-    light.bm25.score = None  # calling it would fail the test
-    subset = light.table({c.cid: Debate.of(dataset, c) for c in dataset.split("train")}, depth=5)
-    assert light.sentences is None and subset.keys == table.keys
-    assert np.array_equal(subset.features, table.features[:, [FEATURES.index(c) for c in EVIDENCE_FEATURES]])
-    with pytest.raises(ValueError, match="unknown"):
-        Featurizer(IndexStore(root / "indexes"), Pool.from_dataset(dataset, "evidence"), columns=("nope",))
-
-
-def test_a_lone_cluster_and_a_centroid_query(setup, root):
-    """A claim with one cluster has no sibling: each margin is the value itself. Centroid
-    queries retrieve for the same clusters as text queries."""
+def test_a_lone_cluster(setup, root):
+    """A claim with one cluster has no sibling: each margin is the value itself."""
     dataset, _, _, _ = setup
     claim = dataset.split("train")[0]
     lone = {claim.cid: Debate(claim.text, Debate.of(dataset, claim).clusters[:1])}
-    featurizer = Featurizer(IndexStore(root / "indexes"), Pool.from_dataset(dataset, "evidence"),
-                            columns=("cos", "cos_comp", "rrf", "rrf_comp"), dense_query="centroid")
-    table = featurizer.table(lone, depth=5)
+    table = Featurizer(IndexStore(root / "indexes"), Pool.from_dataset(dataset, "evidence")).table(lone, depth=5)
     assert {(k, i) for k, i, _ in table.keys} == {(claim.cid, 0)} and len(table.keys) == 5
-    assert np.array_equal(table.features[:, 0], table.features[:, 1])
-    assert np.array_equal(table.features[:, 2], table.features[:, 3])
+    for value, margin in (("cos", "cos_comp"), ("rrf", "rrf_comp"), ("bm25", "bm25_comp"), ("sent_cos", "sent_comp"),
+                          ("first_cos", "first_comp"), ("persp_cos", "persp_comp")):
+        assert np.array_equal(table.features[:, FEATURES.index(value)], table.features[:, FEATURES.index(margin)])
 
 
 def test_second_stage_columns_by_hand():

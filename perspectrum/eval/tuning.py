@@ -146,7 +146,7 @@ def settings_folder(pipe: Pipeline) -> Path:
     """Where the pipeline settings of the loaded models are stored."""
     if pipe.system == "trained":
         return pipe.models_dir
-    if pipe.system == "light":
+    if pipe.system.startswith("light"):  # light heads, some stages perhaps answered by fine-tuned models
         return pipe.models_dir / LIGHT_FOLDER
     raise PerspectrumError(f"cannot store pipeline settings for {pipe.system!r} scorers; pass overrides instead")
 
@@ -203,10 +203,10 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
                        key=lambda r: (r["mixed"], -r["t5_all"], -r["t5"]))
 
         if single:
-            # nothing to choose but the floor (a fresh machine's short run): no end-to-end trial,
-            # and the light heads' stored choices (expansion unread, the model's own cut) kept
+            # nothing to choose but the floor (a fresh machine's short run): no end-to-end trial
             chosen = {"settings": {"relevance": {"floor": floor}, "stance": {"margin": margins[0]},
-                                   "expand": {"neighbours": neighbours[0]}}}
+                                   "cluster": {"threshold": round(cut + raises[0], 4)},
+                                   "expand": {"neighbours": neighbours[0], "agree": neighbours[0] > 0}}}
         else:
             margin_rows = [trial(m, 0) for m in margins]
             margin = pick(margin_rows)["settings"]["stance"]["margin"]
