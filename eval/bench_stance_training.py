@@ -41,6 +41,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "one-epoch-length-batches": {"epochs": 1, "length_batches": True},
     "fast": {"epochs": 1, "frozen_layers": 6, "length_batches": True},
     "fast-frozen-4": {"epochs": 1, "frozen_layers": 4, "length_batches": True},
+    "fast-frozen-8": {"epochs": 1, "frozen_layers": 8, "length_batches": True},
 }
 
 
