@@ -223,14 +223,16 @@ class Pipeline:
     # --------------------------------------------------------------- loading
     def _scorers(self) -> Scorers:
         from perspectrum.light import LightScorers, StaleHeads
-        from perspectrum.scorers import TrainedScorers, models_present
+        from perspectrum.scorers import TrainedScorers, fine_tuned, models_present
 
         if self._scorers_given is not None:
             return self._scorers_given
         if models_present(self.models_dir):
             return TrainedScorers(self.models_dir, self.store, self.evidence_pool)
         light = self.models_dir / folders.LIGHT_FOLDER
-        why = f"no fine-tuned models in {self.models_dir}"
+        present = fine_tuned(self.models_dir)
+        why = (f"only the {', '.join(present)} model(s) of the four in {self.models_dir}" if present
+               else f"no fine-tuned models in {self.models_dir}")
         if (light / "light.json").is_file():
             try:
                 return LightScorers.load(light, self.store, self.evidence_pool, self.models_dir)
