@@ -280,8 +280,9 @@ def discover(
 ) -> None:
     """Find the perspectives on a claim: clustered, stanced, and backed by evidence.
 
-    The first run builds missing indexes; without fine-tuned models it trains light
-    heads (a few minutes, once) and says so.
+    The first run builds missing indexes; without all four fine-tuned models it trains
+    light heads (a few minutes, once) and says so. A fine-tuned stance model (`train stance
+    --fast`) answers in place of the light stance head.
     """
     from perspectrum.pipeline import ClaimError, Pipeline, check_claim
 

@@ -17,7 +17,8 @@ for a whole batch):
 
 Which models answer is decided once, lazily: a :class:`~perspectrum.scorers.Scorers`
 handed in, else the fine-tuned ones in ``models/`` when all four are there, else light
-heads on frozen MiniLM embeddings (trained on the first run).
+heads on frozen MiniLM embeddings (trained on the first run), with any fine-tuned
+relevance, stance or equivalence model answering in place of its head.
 """
 
 from __future__ import annotations

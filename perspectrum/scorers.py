@@ -2,8 +2,8 @@
 
 Two implementations: :class:`TrainedScorers` (the four fine-tuned cross-encoders and the
 evidence ranker of ``perspectrum train``) and :class:`perspectrum.light.LightScorers`
-(scikit-learn heads on frozen MiniLM embeddings, trained in a minute or two on a
-fresh machine). The pipeline never knows which it holds: each answers the same five
+(scikit-learn heads on frozen MiniLM embeddings and the evidence ranker, fitted in a
+minute or two on a fresh machine, with any fine-tuned model in a head's place). The pipeline never knows which it holds: each answers the same five
 questions and carries the cut-offs that were tuned on dev for its own scores.
 
 Settings (``Scorers.settings``), one dict per stage:
