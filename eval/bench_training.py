@@ -1,15 +1,15 @@
-"""How fast can the stance model train, and what does each saving cost on dev?
+"""How fast can a task's model train, and what does each saving cost on dev?
 
-    python eval/bench_stance_training.py VARIANT [VARIANT ...] [--json eval/results/stance_training.json]
+    python eval/bench_training.py TASK VARIANT [VARIANT ...] [--json eval/results/TASK_training.json]
 
-`train all` must fit in 30 minutes on 2 cores (issue 13), and the MPNet stance model is
-its largest step (2,451 s in the last `train all`, `eval/results/train_all.json`). Each
-variant trains the stance model with the shipped recipe changed in the ways it names
-(one epoch, lower layers frozen, batches of similar length, shorter inputs), tunes its
-threshold on dev exactly as `perspectrum train stance` does, and records the minutes
-and the dev accuracy and F1 beside the recipe. Nothing here reads test. Variants are
-merged into the JSON by name, so they can be run one at a time; the shipped recipe's
-own row is the stance entry of `train_all.json`.
+`train all` must fit in 30 minutes on 2 cores (issue 13); the last one took 103 minutes
+of training (`eval/results/train_all.json`), the MPNet stance model 41 of them. Each
+variant trains TASK's model with the shipped recipe changed in the ways it names (one
+epoch, lower layers frozen, batches of similar length), tunes its thresholds on dev
+exactly as `perspectrum train TASK` does, and records the minutes and the dev metrics
+beside the recipe. Nothing here reads test. Variants are merged into the JSON by name, so
+they can be run one at a time; the shipped recipe's own row is TASK's entry of
+`train_all.json`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from perspectrum.data import data_checksum, load_dataset  # noqa: E402
 from perspectrum.index import IndexStore  # noqa: E402
 from perspectrum.training import CONFIGS, train_task  # noqa: E402
 
-#: Changes to the shipped stance recipe's training settings, by variant name.
+#: Changes to the shipped recipe's training settings, by variant name.
 VARIANTS: dict[str, dict[str, Any]] = {
     "one-epoch": {"epochs": 1},
     "length-batches": {"length_batches": True},
@@ -47,15 +47,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task", choices=sorted(CONFIGS))
     parser.add_argument("variants", nargs="+", choices=sorted(VARIANTS))
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "stance_training.json")
+    parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    out = args.json or ROOT / "eval" / "results" / f"{args.task}_training.json"
     dataset = load_dataset()
     store = IndexStore(folders.index_dir(None))
-    shipped = CONFIGS["stance"]
+    shipped = CONFIGS[args.task]
     models = folders.models_dir(None)
-    record = json.loads(args.json.read_text(encoding="utf-8")) if args.json.is_file() else {
-        "command": "python eval/bench_stance_training.py VARIANT ...", "split": "dev",
+    record = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {
+        "command": f"python eval/bench_training.py {args.task} VARIANT ...", "split": "dev",
         "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})",
         "shipped": shipped.params.to_dict(), "variants": {}}
     for name in args.variants:
@@ -64,15 +66,14 @@ def main() -> None:
             if base.is_dir():  # the unpacked MPNet, so each variant does not unpack it again
                 (Path(tmp) / "base").symlink_to(base.resolve())
             config = replace(shipped, params=replace(shipped.params, **VARIANTS[name]))
-            meta = train_task("stance", dataset, store, tmp, show_progress=True,
+            meta = train_task(args.task, dataset, store, tmp, show_progress=True,
                               data_checksum=data_checksum(), config=config)
         row = {"changes": VARIANTS[name], "train_seconds": meta["train_seconds"],
                "minutes": round(meta["train_seconds"] / 60, 1), "pairs_per_second": meta["runs"][0]["pairs_per_second"],
-               "final_loss": meta["runs"][0]["final_loss"], "threshold": meta["thresholds"]["threshold"],
-               "dev": meta["dev"]}
+               "final_loss": meta["runs"][0]["final_loss"], "thresholds": meta["thresholds"], "dev": meta["dev"]}
         record["variants"][name] = row
         print(name, json.dumps(row), flush=True)
-        write_json(args.json, record)
+        write_json(out, record)
 
 
 if __name__ == "__main__":
