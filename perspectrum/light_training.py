@@ -139,9 +139,9 @@ def _evidence(inputs: _Inputs, store: IndexStore, seed: int,
     def embed(texts: Sequence[str]) -> np.ndarray:
         return np.array([claims[t] if t in claims else inputs.perspectives.vectors([known[t]])[0] for t in texts])
 
-    ranker, _ = fit_ranker(dataset, store, inputs.train, seed, show_progress, embed=embed)
-    table = Featurizer.for_dataset(store, dataset).table({c.cid: Debate.of(dataset, c) for c in inputs.dev},
-                                                         embed=embed)
+    featurizer = Featurizer.for_dataset(store, dataset, show_progress)
+    ranker, _ = fit_ranker(featurizer, dataset, inputs.train, seed, embed=embed)
+    table = featurizer.table({c.cid: Debate.of(dataset, c) for c in inputs.dev}, embed=embed)
     groups: dict[tuple[int, int], list[tuple[Any, float, float]]] = {}
     for (cid, i, d), p in zip(table.keys, ranker.score(table)):
         if dataset.claims[cid].clusters[i].evidence:

@@ -300,15 +300,14 @@ def labels_for(dataset: Dataset, table: Table) -> np.ndarray:
     return np.array([d in gold[(key, i)] for key, i, d in table.keys], dtype=bool)
 
 
-def fit_ranker(dataset: Dataset, store: IndexStore, claims: Sequence[Claim], seed: int, show_progress: bool = False,
+def fit_ranker(featurizer: Featurizer, dataset: Dataset, claims: Sequence[Claim], seed: int,
                embed: Callable[[Sequence[str]], np.ndarray] | None = None) -> tuple[EvidenceRanker, dict[str, Any]]:
     """Fit the ranker on ``claims``' gold clusters and their candidates; say how, for a model's meta.
 
     ``embed`` is :meth:`Featurizer.table`'s (vectors a caller already has).
     """
     started = time.perf_counter()
-    table = Featurizer.for_dataset(store, dataset, show_progress).table(
-        {c.cid: Debate.of(dataset, c) for c in claims}, embed=embed)
+    table = featurizer.table({c.cid: Debate.of(dataset, c) for c in claims}, embed=embed)
     labels = labels_for(dataset, table)
     ranker = EvidenceRanker.fit(table, labels, seed)
     return ranker, {"candidates": len(labels), "positives": int(labels.sum()), "depth": DEPTH, "seed": seed,

@@ -198,7 +198,9 @@ def fine_tuned(models_dir: str | Path) -> tuple[str, ...]:
 
 def models_present(models_dir: str | Path) -> bool:
     """Whether ``models_dir`` holds all four trained models."""
-    return len(fine_tuned(models_dir)) == len(STAGES)
+    from perspectrum.models import TASKS
+
+    return fine_tuned(models_dir) == TASKS
 
 
 def merge_pipeline_file(settings: dict[str, dict[str, Any]], folder: str | Path) -> None:

@@ -27,7 +27,7 @@ from perspectrum.examples import (
 )
 from perspectrum.index import IndexStore
 from perspectrum.models import TASKS, load_task, save_task, update_meta
-from perspectrum.ranker import EvidenceRanker, fit_ranker
+from perspectrum.ranker import EvidenceRanker, Featurizer, fit_ranker
 from perspectrum.scorers import PIPELINE_FILE
 from perspectrum.search import Hit
 
@@ -176,8 +176,8 @@ def train_task(
         member_meta = {"task": task, "params": params.to_dict(), "quantize": config.quantize}
         members.append(CrossEncoderModel(model, tokenizer, member_meta, config.quantize))
         runs.append(stats)
-    ranker, ranker_meta = (fit_ranker(dataset, store, train_claims, seed, show_progress) if task == "evidence"
-                           else (None, None))
+    ranker, ranker_meta = (fit_ranker(Featurizer.for_dataset(store, dataset, show_progress), dataset, train_claims,
+                                      seed) if task == "evidence" else (None, None))
     train_seconds = time.perf_counter() - started
     meta = {
         "task": task,
@@ -217,8 +217,8 @@ def retune_task(task: str, dataset: Dataset, store: IndexStore, models_dir: str 
     is_quick = bool(meta.get("quick"))
     ranker, changes = None, {}
     if task == "evidence":
-        ranker, ranker_meta = fit_ranker(dataset, store, _claims(dataset, "train", is_quick), meta["seeds"][0],
-                                        show_progress)
+        ranker, ranker_meta = fit_ranker(Featurizer.for_dataset(store, dataset, show_progress), dataset,
+                                         _claims(dataset, "train", is_quick), meta["seeds"][0])
         changes["ranker"] = ranker_meta
     changes.update(_tune_on_dev(task, members, dataset, store, is_quick, show_progress, ranker))
     if ranker is not None:
