@@ -5,7 +5,7 @@ fresh machine without them would have no answer. ``perspectrum.light_training`` 
 small scikit-learn classifier per stage on features of the bi-encoder embeddings the
 dense indexes already store, so only the claims and cluster queries are encoded, and the
 whole job (fit, score dev, tune) took 98 s on 2 cores for all of PERSPECTRUM, most of it the
-evidence ranker. Cut-offs are tuned on dev with the grids and metrics of the trained
+evidence ranker (eval/results/light_heads_dev.json). Cut-offs are tuned on dev with the grids and metrics of the trained
 models; the test split is never read. This module is what answers at run time; fitting
 and tuning live in :mod:`perspectrum.light_training`. A fine-tuned relevance, stance or
 equivalence model in ``models/`` answers for its stage in place of the head (``perspectrum
@@ -20,8 +20,9 @@ train stance --fast``).
 - evidence: the evidence ranker of the fine-tuned models (:mod:`perspectrum.ranker`),
   which is gradient-boosted trees on retrieval features, not a fine-tuned model: how a
   paragraph and its best sentence fit the cluster *compared with the claim's other
-  clusters* (dev T4 F1 60.3 on gold clusters, against 52.5 for the earlier light head on
-  nine of its columns without the sentence pool, ``eval/results/light_evidence_featurizer_dev.json``);
+  clusters* (dev T4 F1 60.3 on gold clusters, ``eval/results/light_heads_dev.json``, against 52.5
+  for the earlier light head on nine of its columns without the sentence pool,
+  ``eval/results/light_evidence_featurizer_dev.json``);
 - windows: untrained mean sentence cosine (see :mod:`perspectrum.highlight`).
 """
 
