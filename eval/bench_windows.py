@@ -1,11 +1,11 @@
 """Does the window verifier verify? Two checks of the 3-sentence window scores on dev.
 
-    python eval/bench_windows.py [--cross-encoder] [--models-dir models] [--clusters 80] [--json FILE]
+    python eval/bench_windows.py [--cross-encoder] [--models-dir models] [--json FILE]
 
-- separation: for a seeded sample of dev gold clusters with evidence, every gold paragraph
-  and every non-gold paragraph of the cluster's hybrid top-20 (what the ranker reads) gets
-  its best window's score (windows every 2 sentences, as `discover` reads them); ROC AUC of
-  that score, gold against non-gold, pooled over the clusters.
+- separation: for every dev gold cluster with evidence, each paragraph of the cluster's
+  candidates as the evidence ranker retrieves them (its hybrid top-20, what `discover`
+  reads) gets its best window's score (windows every 2 sentences, as `discover` reads
+  them); ROC AUC of that score, gold against non-gold, pooled over the clusters.
 - highlight: on the hand-labelled dev pairs of ``eval/window_labels.json`` (see
   ``eval/window_sample.py``; 47 of the 50 have a sentence that states the cluster's point),
   the share whose best-scored window holds the sentence that states it most directly
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
 from pathlib import Path
@@ -33,10 +32,10 @@ sys.path.insert(0, str(ROOT))
 
 from perspectrum._io import write_json  # noqa: E402
 from perspectrum.data import Dataset, load_dataset  # noqa: E402
-from perspectrum.eval.trained import evidence_candidates  # noqa: E402
 from perspectrum.examples import evidence_input  # noqa: E402
 from perspectrum.models import load_task  # noqa: E402
 from perspectrum.pipeline import Pipeline  # noqa: E402
+from perspectrum.ranker import Debate, Featurizer  # noqa: E402
 from perspectrum.rules import EVIDENCE_STRIDE  # noqa: E402
 from perspectrum.scorers import Scorers  # noqa: E402
 from perspectrum.text import WINDOW, sentences, window_starts, windows  # noqa: E402
@@ -91,26 +90,26 @@ def _percent(values: list[float]) -> float:
     return round(100 * float(np.mean(values)), 1)
 
 
-def separation(dataset: Dataset, scorers: Scorers, store: object, clusters: int, seed: int) -> dict[str, object]:
-    """ROC AUC of the best-window score: gold paragraphs against retrieved non-gold ones."""
+def separation(dataset: Dataset, scorers: Scorers, store: object) -> dict[str, object]:
+    """ROC AUC of the best-window score: gold paragraphs against non-gold ones, among each dev
+    gold cluster's candidates as the evidence ranker retrieves them (its hybrid top-20, what
+    ``discover`` reads), pooled over every dev cluster with gold evidence."""
     from sklearn.metrics import roc_auc_score
 
     dev = dataset.split("dev")
-    keys = [(c.cid, i) for c in dev for i, cluster in enumerate(c.clusters) if cluster.evidence]
-    chosen = sorted(random.Random(seed).sample(keys, min(clusters, len(keys))))
-    retrieved = evidence_candidates(store, dataset, dev)  # type: ignore[arg-type]
+    table = Featurizer.for_dataset(store, dataset).table({c.cid: Debate.of(dataset, c) for c in dev})  # type: ignore[arg-type]
     jobs, gold = [], []
-    for cid, index in chosen:
+    for cid, index, eid in table.keys:
         claim = dataset.claims[cid]
         cluster = claim.clusters[index]
-        perspective = dataset.perspectives[cluster.pids[0]].text
-        paragraphs = list(dict.fromkeys([*cluster.evidence, *(h.doc_id for h in retrieved[(cid, index)])]))
-        for eid in paragraphs:
-            jobs.append((claim.text, perspective, dataset.evidence[eid].text))
-            gold.append(eid in cluster.evidence)
+        if not cluster.evidence:
+            continue
+        jobs.append((claim.text, dataset.perspectives[cluster.pids[0]].text, dataset.evidence[eid].text))
+        gold.append(eid in cluster.evidence)
     scores = [score for _, score in best_windows(scorers, jobs)]
-    return {"clusters": len(chosen), "paragraphs": len(jobs), "gold": int(sum(gold)),
-            "auc": round(float(roc_auc_score(gold, scores)), 4)}
+    return {"clusters": len({(cid, index) for cid, index, _ in table.keys
+                             if dataset.claims[cid].clusters[index].evidence}),
+            "paragraphs": len(jobs), "gold": int(sum(gold)), "auc": round(float(roc_auc_score(gold, scores)), 4)}
 
 
 class CrossEncoderWindows:
@@ -129,8 +128,6 @@ class CrossEncoderWindows:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models-dir", type=Path, default=None)
-    parser.add_argument("--clusters", type=int, default=80, help="dev gold clusters sampled for the AUC")
-    parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--cross-encoder", action="store_true",
                         help="score windows with the fine-tuned evidence cross-encoder instead of discover's scorer")
     parser.add_argument("--json", type=Path, default=None)
@@ -144,7 +141,7 @@ def main() -> None:
                                  "scorer": system, "models": pipe.system, "split": "dev", "stride": EVIDENCE_STRIDE,
                                  "highlight": highlight(dataset, scorers)}  # type: ignore[arg-type]
     print("highlight:", result["highlight"], flush=True)
-    result["separation"] = separation(dataset, scorers, pipe.store, args.clusters, args.seed)  # type: ignore[arg-type]
+    result["separation"] = separation(dataset, scorers, pipe.store)  # type: ignore[arg-type]
     print("separation:", result["separation"], flush=True)
     result["seconds"] = round(time.perf_counter() - started, 1)
     out = args.json or ROOT / "eval" / "results" / f"windows_{system}.json"
