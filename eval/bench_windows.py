@@ -1,6 +1,6 @@
 """Does the window verifier verify? Two checks of the 3-sentence window scores on dev.
 
-    python eval/bench_windows.py [--cross-encoder] [--models-dir models] [--json FILE]
+    python eval/bench_windows.py [--models-dir models] [--json FILE]
 
 - separation: for every dev gold cluster with evidence, each paragraph of the cluster's
   candidates as the evidence ranker retrieves them (its hybrid top-20, what `discover`
@@ -12,9 +12,11 @@
   (strict) or any sentence that states it (lenient); beside each, the share for always the
   first window and for a window picked at random (expected), which a verifier must beat.
 
-The window scorer is the one ``discover`` uses (the mean cosine of the window's sentences to
-the perspective, :mod:`perspectrum.highlight`), or with ``--cross-encoder`` the fine-tuned
-evidence cross-encoder of ``--models-dir``, which ``discover`` used before.
+The window scorer is the one ``discover`` uses: the evidence ranker's window verifier
+(:mod:`perspectrum.ranker`). Before it, ``discover`` used the mean cosine of the window's
+sentences to the cluster's first perspective (``eval/results/windows_sentence-cosine.json``),
+and before that the evidence cross-encoder (``windows_cross-encoder.json``, on the older
+separation sample: 80 clusters' hybrid top-20 and every gold paragraph).
 """
 
 from __future__ import annotations
@@ -32,32 +34,19 @@ sys.path.insert(0, str(ROOT))
 
 from perspectrum._io import write_json  # noqa: E402
 from perspectrum.data import Dataset, load_dataset  # noqa: E402
-from perspectrum.examples import evidence_input  # noqa: E402
-from perspectrum.models import load_task  # noqa: E402
 from perspectrum.pipeline import Pipeline  # noqa: E402
-from perspectrum.ranker import Debate, Featurizer  # noqa: E402
+from perspectrum.ranker import Debate, Featurizer, WindowJob  # noqa: E402
 from perspectrum.rules import EVIDENCE_STRIDE  # noqa: E402
 from perspectrum.scorers import Scorers  # noqa: E402
-from perspectrum.text import WINDOW, sentences, window_starts, windows  # noqa: E402
+from perspectrum.text import WINDOW, sentences, window_starts  # noqa: E402
 
 LABELS = ROOT / "eval" / "window_labels.json"
 
 
-def best_windows(scorers: Scorers, jobs: list[tuple[str, str, str]]) -> list[tuple[int, float]]:
-    """For each (claim, perspective, paragraph): the index and score of its best window."""
-    triples, owner = [], []
-    for n, (claim, perspective, paragraph) in enumerate(jobs):
-        for window in windows(paragraph, stride=EVIDENCE_STRIDE):
-            triples.append((claim, perspective, window))
-            owner.append(n)
-    scores = scorers.windows(triples)
-    best: list[tuple[int, float]] = [(-1, -np.inf)] * len(jobs)
-    position = [0] * len(jobs)
-    for n, score in zip(owner, scores):
-        if score > best[n][1]:
-            best[n] = (position[n], float(score))
-        position[n] += 1
-    return best
+def best_windows(scorers: Scorers, jobs: list[WindowJob]) -> list[tuple[int, float]]:
+    """For each (debate, cluster index, paragraph id): the index and score of its best window."""
+    return [(int(np.argmax(scores)), float(np.max(scores))) if len(scores) else (-1, -np.inf)
+            for scores in scorers.windows(jobs)]
 
 
 def highlight(dataset: Dataset, scorers: Scorers) -> dict[str, object]:
@@ -67,13 +56,11 @@ def highlight(dataset: Dataset, scorers: Scorers) -> dict[str, object]:
     jobs, spans = [], []
     for pair in labels:
         claim = dataset.claims[pair["claim"]]
-        text = dataset.evidence[pair["evidence"]].text
-        count = len(sentences(text))
+        count = len(sentences(dataset.evidence[pair["evidence"]].text))
         if count != pair["sentences"]:
             raise SystemExit(f"paragraph {pair['evidence']} now splits into {count} sentences, not "
                              f"{pair['sentences']}: the labels no longer fit; label again")
-        perspective = dataset.perspectives[claim.clusters[pair["cluster"]].pids[0]].text
-        jobs.append((claim.text, perspective, text))
+        jobs.append((Debate.of(dataset, claim), pair["cluster"], pair["evidence"]))
         spans.append([set(range(s, s + WINDOW)) for s in window_starts(count, WINDOW, EVIDENCE_STRIDE)])
     chosen = [index for index, _ in best_windows(scorers, jobs)]
     result: dict[str, object] = {"pairs": len(labels),
@@ -98,13 +85,13 @@ def separation(dataset: Dataset, scorers: Scorers, store: object) -> dict[str, o
 
     dev = dataset.split("dev")
     table = Featurizer.for_dataset(store, dataset).table({c.cid: Debate.of(dataset, c) for c in dev})  # type: ignore[arg-type]
+    debates = {c.cid: Debate.of(dataset, c) for c in dev}
     jobs, gold = [], []
     for cid, index, eid in table.keys:
-        claim = dataset.claims[cid]
-        cluster = claim.clusters[index]
+        cluster = dataset.claims[cid].clusters[index]
         if not cluster.evidence:
             continue
-        jobs.append((claim.text, dataset.perspectives[cluster.pids[0]].text, dataset.evidence[eid].text))
+        jobs.append((debates[cid], index, eid))
         gold.append(eid in cluster.evidence)
     scores = [score for _, score in best_windows(scorers, jobs)]
     return {"clusters": len({(cid, index) for cid, index, _ in table.keys
@@ -112,39 +99,23 @@ def separation(dataset: Dataset, scorers: Scorers, store: object) -> dict[str, o
             "paragraphs": len(jobs), "gold": int(sum(gold)), "auc": round(float(roc_auc_score(gold, scores)), 4)}
 
 
-class CrossEncoderWindows:
-    """The fine-tuned evidence cross-encoder as a window scorer (what ``discover`` used before)."""
-
-    kind = "cross-encoder"
-
-    def __init__(self, models_dir: Path) -> None:
-        self.members = load_task(models_dir, "evidence")
-
-    def windows(self, triples: list[tuple[str, str, str]]) -> np.ndarray:
-        pairs = [evidence_input(c, p, w) for c, p, w in triples]
-        return np.mean([m.score(pairs) for m in self.members], axis=0)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models-dir", type=Path, default=None)
-    parser.add_argument("--cross-encoder", action="store_true",
-                        help="score windows with the fine-tuned evidence cross-encoder instead of discover's scorer")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     dataset = load_dataset()
     pipe = Pipeline.load(models_dir=args.models_dir, show_progress=True)
-    scorers = CrossEncoderWindows(pipe.models_dir) if args.cross_encoder else pipe.scorers
-    system = "cross-encoder" if args.cross_encoder else "sentence-cosine"
+    scorers = pipe.scorers
     started = time.perf_counter()
     result: dict[str, object] = {"command": " ".join(["python eval/bench_windows.py", *sys.argv[1:]]),
-                                 "scorer": system, "models": pipe.system, "split": "dev", "stride": EVIDENCE_STRIDE,
+                                 "scorer": "verifier", "models": pipe.system, "split": "dev", "stride": EVIDENCE_STRIDE,
                                  "highlight": highlight(dataset, scorers)}  # type: ignore[arg-type]
     print("highlight:", result["highlight"], flush=True)
     result["separation"] = separation(dataset, scorers, pipe.store)  # type: ignore[arg-type]
     print("separation:", result["separation"], flush=True)
     result["seconds"] = round(time.perf_counter() - started, 1)
-    out = args.json or ROOT / "eval" / "results" / f"windows_{system}.json"
+    out = args.json or ROOT / "eval" / "results" / "windows_verifier.json"
     print(f"wrote {write_json(out, result)}")
 
 

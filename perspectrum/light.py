@@ -23,7 +23,7 @@ train stance --fast``).
   clusters* (dev T4 F1 60.3 on gold clusters, ``eval/results/light_heads_dev.json``, against 52.5
   for the earlier light head on nine of its columns without the sentence pool,
   ``eval/results/light_evidence_featurizer_dev.json``);
-- windows: untrained mean sentence cosine (see :mod:`perspectrum.highlight`).
+- windows: the ranker's window verifier, fitted with it (see :mod:`perspectrum.ranker`).
 """
 
 from __future__ import annotations
@@ -38,16 +38,16 @@ import numpy as np
 
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
-from perspectrum.highlight import SentenceWindows
 from perspectrum.index import IndexStore
-from perspectrum.ranker import DEPTH, Debate, EvidenceRanker, Featurizer, Key
+from perspectrum.ranker import DEPTH, Debate, EvidenceRanker, Featurizer, Key, WindowJob
 from perspectrum.scorers import (CROSS_ENCODED, STAGES, Pair, Triple, fine_tuned, merge_pipeline_file, model_scores,
                                  model_settings)
 
 HEADS_FILE = "heads.joblib"
 META_FILE = "light.json"
-#: Heads saved by another version are fitted again (2: the evidence ranker replaced a head).
-VERSION = 2
+#: Heads saved by another version are fitted again (2: the evidence ranker replaced a head;
+#: 3: the ranker carries a window verifier).
+VERSION = 3
 #: Dev tuning restricted to what the pipeline applies (see :mod:`perspectrum.scorers`).
 ONLY: dict[str, dict[str, Any]] = {"stance": {"centre": False}, "equivalence": {"method": "average"},
                                    "evidence": {"weight": 1.0, "aggregate": "max"}}
@@ -122,8 +122,7 @@ class LightScorers:
         self.store = store
         self.evidence_pool = evidence
         self._featurizer: Featurizer | None = None
-        self._highlighter: SentenceWindows | None = None
-        self._lock = threading.RLock()  # the highlighter reads the featurizer's sentence index
+        self._lock = threading.Lock()
 
     def featurizer(self) -> Featurizer:
         """The evidence featurizer (its indexes opened, or built, once)."""
@@ -161,14 +160,8 @@ class LightScorers:
         table = self.featurizer().table(debates, depth)
         return table.keys, self.ranker.score(table)
 
-    def windows(self, triples: Sequence[Triple]) -> np.ndarray:
-        """Mean sentence cosine (:mod:`perspectrum.highlight`), with the ranker's sentence vectors."""
-        with self._lock:
-            if self._highlighter is None:
-                featurizer = self.featurizer()
-                self._highlighter = SentenceWindows.from_index(self.store.encoder, featurizer.sentence_pool,
-                                                               featurizer.sentences)
-        return self._highlighter.score(triples)
+    def windows(self, jobs: Sequence[WindowJob]) -> list[np.ndarray]:
+        return self.ranker.verify(self.featurizer().windows(jobs))
 
     @classmethod
     def load(cls, folder: str | Path, store: IndexStore, evidence: Pool,

@@ -17,6 +17,17 @@ adds how that score compares with the same paragraph's score for the sibling clu
 and with the cluster's other candidates. The second stage
 is trained on out-of-fold first-stage scores (folds by claim), so it learns from
 scores like those it will see on unseen claims.
+
+A third forest, the window verifier, scores each 3-sentence window of a candidate for
+the window ``discover`` highlights. PERSPECTRUM labels paragraphs, never windows, and a
+window cross-encoder trained with every window of a gold paragraph positive learned
+almost nothing (loss 0.688 against chance's 0.693). The verifier treats a gold paragraph
+as a bag of windows: its positive is the window whose sentences come closest to the
+cluster's paraphrases, its other windows are left out, and every window of a non-gold
+candidate is a negative. It reads only the window (its sentences' cosines to this
+cluster, to the best sibling cluster and to the claim, and where it sits), so its best
+window also says on its own whether a paragraph states the perspective (dev ROC AUC of
+gold against non-gold candidates in ``eval/results/windows_verifier.json``).
 """
 
 from __future__ import annotations
@@ -33,7 +44,9 @@ from perspectrum._io import atomic_write
 from perspectrum.data import Claim, Dataset, Pool, paragraph_of
 from perspectrum.errors import PerspectrumError
 from perspectrum.index import IndexStore
+from perspectrum.rules import EVIDENCE_STRIDE
 from perspectrum.search import Hit, HybridSearcher
+from perspectrum.text import WINDOW, sentences, window_starts
 from perspectrum.trees import Forest
 
 #: Hybrid candidates per cluster (dev T4 F1 of the first stage: 57.0 at 20, 55.9 at 40).
@@ -50,6 +63,15 @@ FEATURES = (
 )
 #: Added by the second stage, from first-stage scores p.
 SECOND = ("p", "p_comp", "siblings", "p_gap", "p_rank")
+#: Per window (every :data:`perspectrum.rules.EVIDENCE_STRIDE` sentences, as ``discover`` reads
+#: them). "own": each sentence's best cosine to this cluster's paraphrases, averaged or maxed
+#: over the window; "comp": minus the best sibling cluster's; "gap" and "rank" against the
+#: paragraph's other windows; position as a share of the paragraph's sentences.
+WINDOW_FEATURES = ("own_mean", "own_max", "mean_comp", "max_comp", "claim_mean", "position", "first",
+                   "mean_gap", "mean_rank", "windows")
+#: Texts embedded before, kept by a featurizer (a claim's paraphrases are read by the ranker
+#: and again by the verifier); cleared when it grows past this.
+_MEMO_MAX = 50_000
 
 #: One candidate: (claim key, cluster index, paragraph id).
 Key = tuple[Any, int, int]
@@ -75,6 +97,10 @@ class Table:
     keys: list[Key]
     features: np.ndarray
     hits: dict[tuple[Any, int], list[Hit]]
+
+
+#: One paragraph whose windows the verifier reads: (debate, cluster index, paragraph id).
+WindowJob = tuple[Debate, int, Any]
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
@@ -107,7 +133,8 @@ class Featurizer:
         self.dense = store.open(evidence, "dense", show_progress=show_progress)
         self.hybrid = HybridSearcher(self.bm25, self.dense)
         self.encoder = store.encoder
-        self.chars = dict(zip(evidence.ids, (len(t) for t in evidence.texts)))
+        self.texts = dict(zip(evidence.ids, evidence.texts))
+        self._memo: dict[str, np.ndarray] = {}
         self.sentence_pool = store.sentences(evidence)
         self.sentences = store.open(self.sentence_pool, "dense", show_progress=show_progress)
         rows: dict[str, list[int]] = {}  # keyed by the paragraph id as text: own pools may use strings
@@ -122,7 +149,7 @@ class Featurizer:
         ``embed`` gives unit vectors of texts (default: the store's encoder); training
         passes vectors it already has.
         """
-        embed = embed or self.encoder.encode
+        embed = embed or self.embed
         order = list(debates)
         queries = {key: [" ".join(c) for c in debates[key].clusters] for key in order}
         flat = [(key, i, q) for key in order for i, q in enumerate(queries[key])]
@@ -182,7 +209,7 @@ class Featurizer:
             "bm25": bm25, "cos_gap": cos - cos.max(),
             "in_runs": (rrf_all > 0).sum(axis=1), "clusters": np.full(len(ids), n_clusters),
             "bm25_comp": bm25_comp, "bm25_rank": (bm25_all > bm25[:, None]).sum(axis=1), "rrf_comp": rrf_comp,
-            "chars": np.array([self.chars[d] for d in ids]),
+            "chars": np.array([len(self.texts[d]) for d in ids]),
             "persp_cos": persp, "persp_comp": persp_comp,
         }
         sentence_vectors = [self.sentences.embeddings[self._sentence_rows[str(d)]] for d in ids]
@@ -193,6 +220,106 @@ class Featurizer:
         columns.update({"sent_cos": sent, "sent_comp": sent_comp, "first_cos": first, "first_comp": first_comp,
                         "sent_gap": sent - sent.max()})
         return np.column_stack([columns[name] for name in FEATURES]).astype(np.float64)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of ``texts`` from the store's encoder, remembered: the verifier reads the
+        paraphrases the ranker has just read. Texts are encoded together, exactly as given,
+        unless every one is remembered, so a first call's vectors match the encoder's own."""
+        if not all(t in self._memo for t in texts):
+            vectors = self.encoder.encode(list(texts))
+            if len(self._memo) + len(texts) > _MEMO_MAX:
+                self._memo = {}
+            self._memo.update(zip(texts, vectors))
+            return vectors
+        return np.array([self._memo[t] for t in texts]).reshape(len(texts), -1)
+
+    def windows(self, jobs: Sequence[WindowJob],
+                embed: Callable[[Sequence[str]], np.ndarray] | None = None) -> list[np.ndarray]:
+        """The :data:`WINDOW_FEATURES` of each job's windows, one row per window in the order of
+        ``perspectrum.text.windows(paragraph, stride=EVIDENCE_STRIDE)``.
+
+        Sentence vectors come from the sentence index; a paragraph it splits otherwise (or
+        lacks: another pool's) has its sentences encoded. ``embed`` as for :meth:`table`.
+        """
+        embed = embed or self.embed
+        texts = list(dict.fromkeys(t for debate, _, _ in jobs for t in (debate.claim, *_paraphrases(debate))))
+        vectors = dict(zip(texts, embed(texts))) if texts else {}
+        read: dict[tuple[Debate, Any], ParagraphWindows] = {}  # a paragraph is a candidate for several clusters
+        out = []
+        for debate, index, doc_id in jobs:
+            if (debate, doc_id) not in read:
+                clusters = [np.array([vectors[t] for t in cluster]) for cluster in debate.clusters]
+                read[(debate, doc_id)] = ParagraphWindows.of(self._sentence_vectors(doc_id), clusters, vectors[debate.claim])
+            out.append(read[(debate, doc_id)].features(index))
+        return out
+
+    def _sentence_vectors(self, doc_id: Any) -> np.ndarray:
+        """The paragraph's sentences' unit vectors, in order."""
+        parts = sentences(self.texts[doc_id])
+        rows = self._sentence_rows.get(str(doc_id), [])
+        if len(rows) == len(parts):
+            return self.sentences.embeddings[rows]
+        return self.embed(parts)
+
+
+def _paraphrases(debate: Debate) -> list[str]:
+    return [t for cluster in debate.clusters for t in cluster]
+
+
+@dataclass(frozen=True)
+class ParagraphWindows:
+    """One paragraph's windows read against every cluster of a debate, once: what the
+    :data:`WINDOW_FEATURES` of any one cluster are computed from.
+
+    Made by :meth:`of` from unit vectors: the paragraph's sentences in order, each
+    cluster's paraphrases (one matrix per cluster), and the claim.
+    """
+
+    starts: list[int]
+    count: int
+    means: np.ndarray  # windows × clusters: mean over the window of each sentence's best cosine
+    maxima: np.ndarray
+    claim: np.ndarray  # per window: mean sentence cosine to the claim
+
+    @classmethod
+    def of(cls, sentence_vectors: np.ndarray, clusters: list[np.ndarray], claim: np.ndarray) -> ParagraphWindows:
+        count = len(sentence_vectors)
+        starts = window_starts(count, WINDOW, EVIDENCE_STRIDE)
+        best = np.stack([(sentence_vectors @ c.T).max(axis=1) for c in clusters], axis=1) if count else None
+        to_claim = sentence_vectors @ claim
+        return cls(starts, count, np.array([best[s:s + WINDOW].mean(axis=0) for s in starts]),
+                   np.array([best[s:s + WINDOW].max(axis=0) for s in starts]),
+                   np.array([to_claim[s:s + WINDOW].mean() for s in starts]))
+
+    def features(self, own: int) -> np.ndarray:
+        """:data:`WINDOW_FEATURES` of the windows for cluster ``own``."""
+        if not self.starts:
+            return np.zeros((0, len(WINDOW_FEATURES)))
+        own_mean, mean_comp = _versus_siblings(self.means, own)
+        own_max, max_comp = _versus_siblings(self.maxima, own)
+        starts = np.array(self.starts)
+        columns = {
+            "own_mean": own_mean, "own_max": own_max, "mean_comp": mean_comp, "max_comp": max_comp,
+            "claim_mean": self.claim, "position": starts / self.count, "first": (starts == 0).astype(float),
+            "mean_gap": own_mean - own_mean.max(), "mean_rank": (own_mean[None, :] > own_mean[:, None]).sum(axis=1),
+            "windows": np.full(len(starts), len(starts)),
+        }
+        return np.column_stack([columns[name] for name in WINDOW_FEATURES]).astype(np.float64)
+
+
+def window_labels(windows: Sequence[np.ndarray], gold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Multiple-instance labels for the verifier, per window of every candidate: (label,
+    used). A gold paragraph's window closest to its cluster (``own_mean``) is the positive
+    and its other windows sit out; a non-gold paragraph's windows are all negatives."""
+    labels, used = [], []
+    column = WINDOW_FEATURES.index("own_mean")
+    for rows, is_gold in zip(windows, gold):
+        mine = np.zeros(len(rows), dtype=bool)
+        if is_gold and len(rows):
+            mine[int(np.argmax(rows[:, column]))] = True
+        labels.append(mine)
+        used.append(mine if is_gold else np.ones(len(rows), dtype=bool))
+    return (np.concatenate(labels) if labels else np.zeros(0, bool)), (np.concatenate(used) if used else np.zeros(0, bool))
 
 
 def second_stage(keys: Sequence[Key], first: np.ndarray) -> np.ndarray:
@@ -217,15 +344,18 @@ def _classifier(seed: int) -> Any:
 
 
 class EvidenceRanker:
-    """The two fitted stages; :meth:`score` gives P(paragraph is this cluster's evidence)."""
+    """The two fitted stages and the window verifier: :meth:`score` gives P(paragraph is this
+    cluster's evidence), :meth:`verify` how plainly each window states the cluster's point."""
 
-    def __init__(self, first: Forest, second: Forest) -> None:
+    def __init__(self, first: Forest, second: Forest, verifier: Forest) -> None:
         self.first = first
         self.second = second
+        self.verifier = verifier
 
     @classmethod
-    def fit(cls, table: Table, labels: np.ndarray, seed: int = 13) -> EvidenceRanker:
-        """Fit stage one on ``table``, then stage two on stage one's out-of-fold scores.
+    def fit(cls, table: Table, labels: np.ndarray, windows: Sequence[np.ndarray], seed: int = 13) -> EvidenceRanker:
+        """Fit stage one on ``table``, stage two on stage one's out-of-fold scores, and the
+        verifier on the candidates' ``windows`` (:meth:`Featurizer.windows`, one per row).
 
         Folds group candidates by claim so no claim's own labels leak into the
         scores stage two learns from.
@@ -238,6 +368,8 @@ class EvidenceRanker:
         order = {key: n for n, key in enumerate(dict.fromkeys(k for k, _, _ in table.keys))}
         if len(order) < 2:
             raise PerspectrumError("the evidence ranker needs candidates from at least two claims")
+        if len(windows) != len(labels):
+            raise ValueError("one window matrix per candidate is needed")
         claims = np.array([order[k] for k, _, _ in table.keys])
         folds = min(FOLDS, len(order))
         out_of_fold = np.zeros(len(labels))
@@ -249,7 +381,12 @@ class EvidenceRanker:
                 table.features[held])[:, 1]
         first = Forest.of(_classifier(seed).fit(table.features, labels), table.features)
         both = np.hstack([table.features, second_stage(table.keys, out_of_fold)])
-        return cls(first, Forest.of(_classifier(seed).fit(both, labels), both))
+        window_rows = np.vstack([*windows, np.zeros((0, len(WINDOW_FEATURES)))])
+        target, used = window_labels(windows, labels)
+        if not target.any() or target[used].all():
+            raise PerspectrumError("the window verifier needs windows of gold and of non-gold candidates")
+        verifier = _classifier(seed).fit(window_rows[used], target[used])
+        return cls(first, Forest.of(_classifier(seed).fit(both, labels), both), Forest.of(verifier, window_rows[used]))
 
     def score(self, table: Table) -> np.ndarray:
         """P(evidence) for every row of ``table``."""
@@ -258,10 +395,17 @@ class EvidenceRanker:
         first = self.first.predict_proba(table.features)
         return self.second.predict_proba(np.hstack([table.features, second_stage(table.keys, first)]))
 
+    def verify(self, windows: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Each paragraph's window scores in [0, 1] (:meth:`Featurizer.windows` gives the rows)."""
+        rows = np.vstack([*windows, np.zeros((0, len(WINDOW_FEATURES)))])
+        scores = self.verifier.predict_proba(rows) if len(rows) else np.zeros(0)
+        return np.split(scores, np.cumsum([len(w) for w in windows])[:-1]) if windows else []
+
     def save(self, folder: str | Path) -> Path:
-        """Write both stages and the feature names to ``folder/ranker.npz`` (atomically)."""
-        arrays = {"features": np.array(FEATURES), "second": np.array(SECOND),
-                  **self.first.arrays("first."), **self.second.arrays("second.")}
+        """Write the three forests and their feature names to ``folder/ranker.npz`` (atomically)."""
+        arrays = {"features": np.array(FEATURES), "second": np.array(SECOND), "windows": np.array(WINDOW_FEATURES),
+                  **self.first.arrays("first."), **self.second.arrays("second."),
+                  **self.verifier.arrays("verifier.")}
 
         def write(tmp: Path) -> None:
             with tmp.open("wb") as handle:
@@ -283,15 +427,17 @@ class EvidenceRanker:
                 arrays = {name: saved[name] for name in saved.files}
         except (OSError, ValueError, EOFError) as exc:
             raise PerspectrumError(f"{path} cannot be read ({exc}): {retrain}".splitlines()[0]) from None
-        if (tuple(arrays.get("features", ())) != FEATURES or tuple(arrays.get("second", ())) != SECOND):
+        if (tuple(arrays.get("features", ())) != FEATURES or tuple(arrays.get("second", ())) != SECOND
+                or tuple(arrays.get("windows", ())) != WINDOW_FEATURES):
             raise PerspectrumError(f"{path} was fitted on other features: {retrain}")
         try:
-            first, second = Forest.from_arrays(arrays, "first."), Forest.from_arrays(arrays, "second.")
+            forests = [Forest.from_arrays(arrays, prefix) for prefix in ("first.", "second.", "verifier.")]
         except PerspectrumError as exc:
             raise PerspectrumError(f"{path}: {exc}: {retrain}") from None
-        if first.features != len(FEATURES) or second.features != len(FEATURES) + len(SECOND):
+        widths = (len(FEATURES), len(FEATURES) + len(SECOND), len(WINDOW_FEATURES))
+        if tuple(f.features for f in forests) != widths:
             raise PerspectrumError(f"{path} was fitted on other features: {retrain}")
-        return cls(first, second)
+        return cls(*forests)
 
 
 def labels_for(dataset: Dataset, table: Table) -> np.ndarray:
@@ -302,13 +448,17 @@ def labels_for(dataset: Dataset, table: Table) -> np.ndarray:
 
 def fit_ranker(featurizer: Featurizer, dataset: Dataset, claims: Sequence[Claim], seed: int,
                embed: Callable[[Sequence[str]], np.ndarray] | None = None) -> tuple[EvidenceRanker, dict[str, Any]]:
-    """Fit the ranker on ``claims``' gold clusters and their candidates; say how, for a model's meta.
+    """Fit the ranker and its window verifier on ``claims``' gold clusters and their candidates;
+    say how, for a model's meta.
 
     ``embed`` is :meth:`Featurizer.table`'s (vectors a caller already has).
     """
     started = time.perf_counter()
-    table = featurizer.table({c.cid: Debate.of(dataset, c) for c in claims}, embed=embed)
+    debates = {c.cid: Debate.of(dataset, c) for c in claims}
+    table = featurizer.table(debates, embed=embed)
     labels = labels_for(dataset, table)
-    ranker = EvidenceRanker.fit(table, labels, seed)
+    windows = featurizer.windows([(debates[key], i, d) for key, i, d in table.keys], embed=embed)
+    ranker = EvidenceRanker.fit(table, labels, windows, seed)
     return ranker, {"candidates": len(labels), "positives": int(labels.sum()), "depth": DEPTH, "seed": seed,
-                    "features": [*FEATURES, *SECOND], "seconds": round(time.perf_counter() - started, 1)}
+                    "features": [*FEATURES, *SECOND], "window_features": list(WINDOW_FEATURES),
+                    "windows": int(sum(len(w) for w in windows)), "seconds": round(time.perf_counter() - started, 1)}

@@ -33,9 +33,8 @@ class Phrasing:
 class EvidenceHit:
     """A paragraph backing a perspective, with its best 3-sentence window when verified.
 
-    ``window_score`` is how plainly that window states the perspective (the scorers'
-    ``windows``: by default the mean sentence cosine, clipped to [0, 1]), a ranking among
-    the paragraph's windows rather than a probability. ``window_start``/``window_end`` are
+    ``window_score`` is how plainly that window states the perspective rather than a
+    sibling's (the scorers' ``windows``: the evidence ranker's window verifier, in [0, 1]). ``window_start``/``window_end`` are
     character offsets of the window in ``text``
     (``None`` when the paragraph was not verified or the window could not be placed).
     """

@@ -42,9 +42,8 @@ import numpy as np
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.examples import claim_perspective_input, equivalence_input
-from perspectrum.highlight import SentenceWindows
 from perspectrum.index import IndexStore
-from perspectrum.ranker import DEPTH, Debate, EvidenceRanker, Featurizer, Key
+from perspectrum.ranker import DEPTH, Debate, EvidenceRanker, Featurizer, Key, WindowJob
 
 STAGES = ("relevance", "stance", "equivalence", "evidence")
 #: The stages a fine-tuned cross-encoder answers (evidence is the ranker's).
@@ -58,7 +57,7 @@ PIPELINE_DEFAULTS: dict[str, dict[str, Any]] = {"relevance": {"floor": 0.0}, "st
 #: found a stricter one better for retrieved perspectives).
 PIPELINE_KEYS: dict[str, frozenset[str]] = {**{stage: frozenset(v) for stage, v in PIPELINE_DEFAULTS.items()},
                                             "cluster": frozenset({"threshold"})}
-#: (claim, perspective) · (claim, perspective 1, perspective 2) · (claim, perspective, window)
+#: (claim, perspective) · (claim, perspective 1, perspective 2)
 Pair = tuple[str, str]
 Triple = tuple[str, str, str]
 
@@ -88,9 +87,10 @@ class Scorers(Protocol):
         index, paragraph id), with P(the paragraph is that cluster's evidence)."""
         ...
 
-    def windows(self, triples: Sequence[Triple]) -> np.ndarray:
-        """How plainly the 3-sentence window states the perspective, per (claim,
-        perspective, window): a ranking of one paragraph's windows, not a probability."""
+    def windows(self, jobs: Sequence[WindowJob]) -> list[np.ndarray]:
+        """Per (debate, cluster index, paragraph id): how plainly each 3-sentence window of the
+        paragraph (every :data:`perspectrum.rules.EVIDENCE_STRIDE` sentences) states that
+        cluster's point rather than a sibling's, the evidence ranker's window verifier."""
         ...
 
 
@@ -123,7 +123,7 @@ class TrainedScorers:
         self.settings["evidence"] = {k: ranker_cut[k] for k in ("relative", "threshold", "k", "min_keep")}
         merge_pipeline_file(self.settings, self.models_dir)
         self._loaded: dict[str, Any] = {}
-        self._lock = threading.RLock()  # the highlighter loads the featurizer it reads
+        self._lock = threading.Lock()
 
     def _get(self, name: str) -> Any:
         with self._lock:
@@ -134,24 +134,17 @@ class TrainedScorers:
                     self._loaded[name] = EvidenceRanker.load(self.models_dir / "evidence")
                 elif name == "featurizer":
                     self._loaded[name] = Featurizer(self.store, self.evidence_pool, show_progress=True)
-                elif name == "highlight":
-                    self._loaded[name] = self._highlighter()
                 else:
                     self._loaded[name] = load_task(self.models_dir, name)
             return self._loaded[name]
-
-    def _highlighter(self) -> SentenceWindows:
-        """Window scoring with the vectors of the ranker's sentence index (under the lock)."""
-        featurizer = self._get("featurizer")
-        return SentenceWindows.from_index(self.store.encoder, featurizer.sentence_pool, featurizer.sentences)
 
     def load_all(self) -> None:
         """Load every model and index now (a server's warm-up) instead of on first use.
 
         The evidence cross-encoder is not among them: it ranks gold-input evaluation's
-        windows, while ``discover`` keeps paragraphs by the ranker and highlights by
-        sentence cosine (:mod:`perspectrum.highlight`)."""
-        for name in ("relevance", "stance", "equivalence", "ranker", "featurizer", "highlight"):
+        windows, while ``discover`` keeps paragraphs by the ranker and highlights by its
+        window verifier."""
+        for name in ("relevance", "stance", "equivalence", "ranker", "featurizer"):
             self._get(name)
 
     def relevance(self, pairs: Sequence[Pair]) -> np.ndarray:
@@ -167,8 +160,8 @@ class TrainedScorers:
         table = self._get("featurizer").table(debates, depth)
         return table.keys, self._get("ranker").score(table)
 
-    def windows(self, triples: Sequence[Triple]) -> np.ndarray:
-        return self._get("highlight").score(triples)
+    def windows(self, jobs: Sequence[WindowJob]) -> list[np.ndarray]:
+        return self._get("ranker").verify(self._get("featurizer").windows(jobs))
 
 
 def model_scores(members: Sequence[Any], task: str, items: Sequence[Pair] | Sequence[Triple]) -> np.ndarray:

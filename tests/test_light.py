@@ -32,8 +32,9 @@ TRIPLES = [("Fast food should be taxed", "Taxing fast food hurts poor families m
             "Fast food taxes fall hardest on low income households"),
            ("Fast food should be taxed", "Taxing fast food hurts poor families most",
             "A tax on fast food would reduce obesity")]
-WINDOWS = [(ZOO, "Zoos save endangered species", "Several species extinct in the wild survive only in zoos."),
-           (ZOO, "Zoos save endangered species", "Tea contains less caffeine than coffee.")]
+#: Zoo claim 1: cluster 0 (breeding programmes) with its own gold paragraph 1, and with
+#: paragraph 2 (cruel cages), cluster 1's.
+WINDOWS = [(1, 0, 1), (1, 0, 2)]
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +50,18 @@ def _debates(dataset: Dataset) -> dict[int, Debate]:
     return {c.cid: Debate.of(dataset, c) for c in dataset.split("test")}
 
 
+def _windows(scorers: LightScorers, dataset: Dataset) -> np.ndarray:
+    """The best window's score of each of :data:`WINDOWS`."""
+    jobs = [(Debate.of(dataset, dataset.claims[cid]), cluster, eid) for cid, cluster, eid in WINDOWS]
+    scores = scorers.windows(jobs)
+    assert [len(s) for s in scores] == [1, 1]  # two-sentence paragraphs: one window each
+    return np.array([s.max() for s in scores])
+
+
 def _all_scores(scorers: LightScorers, dataset: Dataset) -> list[np.ndarray]:
     keys, evidence = scorers.evidence(_debates(dataset))
     return [scorers.relevance(PAIRS), scorers.stance(PAIRS), scorers.equivalence(TRIPLES), evidence,
-            scorers.windows(WINDOWS), np.array(keys)]
+            _windows(scorers, dataset), np.array(keys)]
 
 
 def _meta(folder) -> dict:
@@ -75,7 +84,7 @@ def test_every_scorer_gives_one_probability_per_input(setup):
     dataset, _, scorers, _ = setup
     relevance, stance, equivalence = scorers.relevance(PAIRS), scorers.stance(PAIRS), scorers.equivalence(TRIPLES)
     keys, evidence = scorers.evidence(_debates(dataset))
-    windows = scorers.windows(WINDOWS)
+    windows = _windows(scorers, dataset)
     for scores, n in ((relevance, 4), (stance, 4), (equivalence, 2), (evidence, len(keys)), (windows, 2)):
         assert scores.shape == (n,) and ((scores >= 0) & (scores <= 1)).all()
     assert relevance[0] == relevance[3]  # a repeated pair scores the same
@@ -90,8 +99,9 @@ def test_empty_inputs_give_empty_arrays(setup):
     _, _, scorers, _ = setup
     keys, evidence = scorers.evidence({})
     assert keys == [] and evidence.shape == (0,)
-    for scores in (scorers.relevance([]), scorers.stance([]), scorers.equivalence([]), scorers.windows([])):
+    for scores in (scorers.relevance([]), scorers.stance([]), scorers.equivalence([])):
         assert scores.shape == (0,)
+    assert scorers.windows([]) == []
 
 
 def test_evidence_is_the_same_from_several_threads(setup):

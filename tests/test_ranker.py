@@ -16,11 +16,13 @@ from perspectrum.index import IndexStore
 from perspectrum.ranker import (
     FEATURES,
     RANKER_FILE,
+    WINDOW_FEATURES,
     Debate,
     EvidenceRanker,
     Featurizer,
     labels_for,
     second_stage,
+    window_labels,
 )
 from perspectrum.text import sentences
 from tests.conftest import write_dataset
@@ -33,12 +35,13 @@ def root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def setup(root):
-    """(dataset, featurizer, table of the train claims, labels)."""
+    """(dataset, featurizer, table of the train claims, labels, each candidate's window features)."""
     dataset = load_dataset(write_dataset(root / "data"), verify=False)
     featurizer = Featurizer.for_dataset(IndexStore(root / "indexes"), dataset)
-    train = dataset.split("train")
-    table = featurizer.table({c.cid: Debate.of(dataset, c) for c in train}, depth=5)
-    return dataset, featurizer, table, labels_for(dataset, table)
+    debates = {c.cid: Debate.of(dataset, c) for c in dataset.split("train")}
+    table = featurizer.table(debates, depth=5)
+    windows = featurizer.windows([(debates[key], i, d) for key, i, d in table.keys])
+    return dataset, featurizer, table, labels_for(dataset, table), windows
 
 
 def test_sentence_pool_splits_every_paragraph_and_ids_map_back(setup):
@@ -55,7 +58,7 @@ def test_sentence_pool_splits_every_paragraph_and_ids_map_back(setup):
 
 
 def test_every_cluster_gets_candidates_with_finite_features(setup):
-    dataset, _, table, labels = setup
+    dataset, _, table, labels, _ = setup
     clusters = {(c.cid, i) for c in dataset.split("train") for i in range(len(c.clusters))}
     assert set(table.hits) == clusters
     assert {(k, i) for k, i, _ in table.keys} == clusters
@@ -66,7 +69,7 @@ def test_every_cluster_gets_candidates_with_finite_features(setup):
 
 def test_features_compare_a_paragraph_with_the_sibling_clusters(setup):
     """Paragraph 1 (breeding programmes) is zoo cluster 0's evidence and not cluster 1's (cruel cages)."""
-    _, _, table, _ = setup
+    _, _, table, _, _ = setup
     row = {key: n for n, key in enumerate(table.keys)}
     comp = FEATURES.index("cos_comp")
     own, sibling = table.features[row[(1, 0, 1)]], table.features[row[(1, 1, 1)]]
@@ -77,7 +80,7 @@ def test_features_compare_a_paragraph_with_the_sibling_clusters(setup):
 
 def test_a_lone_cluster(setup, root):
     """A claim with one cluster has no sibling: each margin is the value itself."""
-    dataset, _, _, _ = setup
+    dataset, _, _, _, _ = setup
     claim = dataset.split("train")[0]
     lone = {claim.cid: Debate(claim.text, Debate.of(dataset, claim).clusters[:1])}
     table = Featurizer(IndexStore(root / "indexes"), Pool.from_dataset(dataset, "evidence")).table(lone, depth=5)
@@ -95,21 +98,43 @@ def test_second_stage_columns_by_hand():
 
 
 def test_fit_is_deterministic_and_a_saved_ranker_scores_the_same(setup, tmp_path):
-    _, _, table, labels = setup
-    ranker = EvidenceRanker.fit(table, labels, seed=3)
-    again = EvidenceRanker.fit(table, labels, seed=3)
+    _, _, table, labels, windows = setup
+    ranker = EvidenceRanker.fit(table, labels, windows, seed=3)
+    again = EvidenceRanker.fit(table, labels, windows, seed=3)
     scores = ranker.score(table)
     assert np.array_equal(scores, again.score(table))
     assert scores.shape == (len(labels),) and ((scores >= 0) & (scores <= 1)).all()
     assert scores[labels].mean() > scores[~labels].mean()  # it learned its own training data
+    verified = ranker.verify(windows)
+    assert [len(v) for v in verified] == [len(w) for w in windows]
+    best = np.array([v.max() for v in verified])
+    assert ((best >= 0) & (best <= 1)).all() and best[labels].mean() > best[~labels].mean()
     ranker.save(tmp_path)
-    assert np.array_equal(EvidenceRanker.load(tmp_path).score(table), scores)
+    loaded = EvidenceRanker.load(tmp_path)
+    assert np.array_equal(loaded.score(table), scores)
+    assert all(np.array_equal(a, b) for a, b in zip(loaded.verify(windows), verified))
+    assert ranker.verify([]) == []
+
+
+def test_window_features_have_a_row_per_window_of_the_paragraph(setup):
+    dataset, featurizer, table, _, windows = setup
+    assert len(windows) == len(table.keys)
+    for (key, i, d), rows in zip(table.keys, windows):
+        assert rows.shape == (1, len(WINDOW_FEATURES))  # fixture paragraphs have 2 sentences: one window
+        assert np.isfinite(rows).all()
+
+
+def test_the_verifier_learns_the_best_window_of_a_gold_paragraph_against_every_other_candidates():
+    rows = [np.array([[0.2] + [0.0] * 9, [0.7] + [0.0] * 9, [0.5] + [0.0] * 9]), np.zeros((2, 10)), np.zeros((0, 10))]
+    target, used = window_labels(rows, np.array([True, False, True]))
+    assert target.tolist() == [False, True, False, False, False]  # the gold paragraph's closest window
+    assert used.tolist() == [False, True, False, True, True]  # its other windows sit out
 
 
 def test_ranker_refuses_what_it_cannot_learn_or_load(setup, tmp_path):
-    _, _, table, labels = setup
+    _, _, table, labels, windows = setup
     with pytest.raises(PerspectrumError, match="both gold and non-gold"):
-        EvidenceRanker.fit(table, np.zeros_like(labels))
+        EvidenceRanker.fit(table, np.zeros_like(labels), windows)
     with pytest.raises(PerspectrumError, match="no evidence ranker"):
         EvidenceRanker.load(tmp_path)
     (tmp_path / "ranker.joblib").write_bytes(b"an older version's pickle")

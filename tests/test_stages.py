@@ -163,25 +163,28 @@ def test_expansion_admits_only_paraphrases_on_their_clusters_side_when_asked(agr
         assert added == {2: None, 3: None}  # taken in unread
 
 
-def test_windows_are_ranked_by_mean_sentence_cosine_from_known_vectors() -> None:
-    from perspectrum.highlight import SentenceWindows
+def test_window_features_by_hand() -> None:
+    """Four sentences on axes 0 (this cluster's point), 1 (the sibling's), 2 (the claim's):
+    windows start every 2 sentences and the last one is kept, so they cover 0-2 and 1-3."""
+    from perspectrum.ranker import WINDOW_FEATURES, ParagraphWindows
 
-    axes = {"Zoos harm animals.": 0, "Cages are small.": 1, "Tickets are cheap.": 2, "zoos harm animals": 0}
-
-    class Encoder:
-        encoded: list[str] = []
-
-        def encode(self, texts):
-            self.encoded += texts
-            return np.eye(3)[[axes[t] for t in texts]]
-
-    encoder = Encoder()
-    known = {"Cages are small.": np.eye(3)[1], "Tickets are cheap.": np.eye(3)[2]}
-    triples = [("claim", "zoos harm animals", "Zoos harm animals. Cages are small."),
-               ("claim", "zoos harm animals", "Tickets are cheap. Cages are small.")]
-    scores = SentenceWindows(encoder, known).score(triples)  # type: ignore[arg-type]
-    assert scores == pytest.approx([0.5, 0.0])
-    assert sorted(encoder.encoded) == ["Zoos harm animals.", "zoos harm animals"]  # known ones not re-encoded
+    axes = np.eye(3)
+    paragraph = ParagraphWindows.of(axes[[0, 1, 2, 0]], [axes[[0]], axes[[1]]], axes[2])
+    assert paragraph.starts == [0, 1]
+    mine, sibling = paragraph.features(0), paragraph.features(1)
+    column = {name: n for n, name in enumerate(WINDOW_FEATURES)}
+    assert mine[:, column["own_mean"]] == pytest.approx([1 / 3, 1 / 3])
+    assert mine[:, column["mean_comp"]] == pytest.approx([0.0, 0.0])
+    assert mine[:, column["max_comp"]] == pytest.approx([0.0, 0.0])
+    assert sibling[:, column["own_mean"]] == pytest.approx([1 / 3, 1 / 3])
+    assert mine[:, column["claim_mean"]] == pytest.approx([1 / 3, 1 / 3])
+    assert mine[:, column["position"]] == pytest.approx([0.0, 0.25]) and list(mine[:, column["first"]]) == [1, 0]
+    assert list(mine[:, column["windows"]]) == [2, 2]
+    lopsided = ParagraphWindows.of(axes[[0, 0, 1, 2]], [axes[[0]], axes[[1]]], axes[2]).features(0)
+    assert lopsided[:, column["own_mean"]] == pytest.approx([2 / 3, 1 / 3])
+    assert lopsided[:, column["mean_comp"]] == pytest.approx([1 / 3, 0.0])
+    assert list(lopsided[:, column["mean_rank"]]) == [0, 1] and lopsided[1, column["mean_gap"]] == pytest.approx(-1 / 3)
+    assert ParagraphWindows.of(np.zeros((0, 3)), [axes[[0]]], axes[2]).features(0).shape == (0, len(WINDOW_FEATURES))
 
 
 def test_relevance_floor_empties_an_off_topic_claim_with_a_notice() -> None:

@@ -29,7 +29,7 @@ from perspectrum.eval import offtopic
 from perspectrum.eval.pipeline import score
 from perspectrum.config import LIGHT_FOLDER
 from perspectrum.pipeline import Pipeline, PipelineConfig
-from perspectrum.ranker import DEPTH, Debate, Key
+from perspectrum.ranker import DEPTH, Debate, Key, WindowJob
 from perspectrum.scorers import PIPELINE_FILE, Scorers
 
 #: Stance margins tried (0 = clusters split strictly by the stance model's side).
@@ -64,6 +64,7 @@ class CachingScorers:
         self.settings = inner.settings
         self._scores: dict[str, dict[Any, float]] = {}
         self._evidence: dict[tuple[Debate, int], list[tuple[int, Any, float]]] = {}
+        self._windows: dict[WindowJob, np.ndarray] = {}
 
     def _cached(self, name: str, items: Sequence[Any]) -> np.ndarray:
         cache = self._scores.setdefault(name, {})
@@ -81,8 +82,11 @@ class CachingScorers:
     def equivalence(self, triples: Sequence[tuple[str, str, str]]) -> np.ndarray:
         return self._cached("equivalence", triples)
 
-    def windows(self, triples: Sequence[tuple[str, str, str]]) -> np.ndarray:
-        return self._cached("windows", triples)
+    def windows(self, jobs: Sequence[WindowJob]) -> list[np.ndarray]:
+        missing = [job for job in dict.fromkeys(jobs) if job not in self._windows]
+        if missing:
+            self._windows.update(zip(missing, self.inner.windows(missing)))
+        return [self._windows[job] for job in jobs]
 
     def evidence(self, debates: Mapping[Any, Debate], depth: int = DEPTH) -> tuple[list[Key], np.ndarray]:
         missing = {key: d for key, d in debates.items() if (d, depth) not in self._evidence}

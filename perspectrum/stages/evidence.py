@@ -16,6 +16,12 @@ from perspectrum.rules import keep, ranked
 from perspectrum.stages.base import ClaimState, Context
 
 
+def debate(state: ClaimState, context: Context) -> Debate:
+    """The claim and its clusters' perspective texts, as the evidence ranker and verifier read them."""
+    text = context.perspective_text
+    return Debate(state.claim, tuple(tuple(text[state.kept[i].id] for i in g.members) for g in state.groups))
+
+
 @dataclass(frozen=True)
 class Evidence:
     """Candidates per cluster from the evidence pool, scored against the sibling clusters.
@@ -38,9 +44,7 @@ class Evidence:
         return {"relative": self.relative, "threshold": self.threshold, "k": self.k, "min_keep": self.min_keep}
 
     def run(self, states: list[ClaimState], context: Context) -> None:
-        text = context.perspective_text
-        debates = {n: Debate(s.claim, tuple(tuple(text[s.kept[i].id] for i in g.members) for g in s.groups))
-                   for n, s in enumerate(states) if s.groups}
+        debates = {n: debate(state, context) for n, state in enumerate(states) if state.groups}
         keys, probs = context.scorers.evidence(debates, self.depth)
         scores: dict[tuple[int, int], list[tuple[Any, float]]] = {}
         for (n, c, doc_id), p in zip(keys, probs):

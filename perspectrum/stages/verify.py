@@ -1,8 +1,9 @@
 """Stage 7: the 3-sentence window of each kept paragraph that states its cluster's point.
 
-Selection is the ranker's; the window scores (the scorers' ``windows``, by default the
-mean sentence cosine of :mod:`perspectrum.highlight`) only mark which passage to show,
-what the CLI highlights, for the top ``top`` paragraphs of each cluster.
+Selection is the ranker's; the window scores (the scorers' ``windows``: the evidence
+ranker's window verifier, which reads each window against the cluster and its siblings)
+mark which passage to show, what the CLI highlights, for the top ``top`` paragraphs of
+each cluster.
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+import numpy as np
+
 from perspectrum.rules import EVIDENCE_STRIDE
 from perspectrum.stages.base import ClaimState, Context
+from perspectrum.stages.evidence import debate
 from perspectrum.text import window_sentences, windows
 
 
@@ -29,33 +33,32 @@ def place(paragraph: str, window: str) -> tuple[int | None, int | None]:
 
 @dataclass(frozen=True)
 class Verify:
-    """Best window of the top kept paragraphs (windows every ``stride`` sentences, as evaluation reads them).
+    """Best window of the top kept paragraphs (windows every :data:`EVIDENCE_STRIDE` sentences,
+    as the verifier was fitted and evaluation reads them).
 
     Attributes:
         top: kept paragraphs per cluster whose windows are read (0: none).
-        stride: sentences between window starts.
     """
 
     name: ClassVar[str] = "verify"
     top: int = 1
-    stride: int = EVIDENCE_STRIDE
 
     def run(self, states: list[ClaimState], context: Context) -> None:
-        triples, owner = [], []
+        jobs, owner = [], []
         for n, state in enumerate(states):
+            if not state.groups:
+                continue
+            read = debate(state, context)
             for c, group in enumerate(state.groups):
-                representative = context.perspective_text[state.kept[group.members[0]].id]
                 for h, hit in enumerate(group.evidence[:self.top]):
-                    for window in windows(hit.text, stride=self.stride):
-                        triples.append((state.claim, representative, window))
-                        owner.append((n, c, h, window))
-        scores = context.scorers.windows(triples)
-        best: dict[tuple[int, int, int], tuple[float, str]] = {}
-        for (n, c, h, window), score in zip(owner, scores):
-            if (n, c, h) not in best or score > best[(n, c, h)][0]:
-                best[(n, c, h)] = (float(score), window)
-        for (n, c, h), (score, window) in best.items():
+                    jobs.append((read, c, hit.id))
+                    owner.append((n, c, h))
+        for (n, c, h), scores in zip(owner, context.scorers.windows(jobs)):
             evidence = states[n].groups[c].evidence
-            start, end = place(evidence[h].text, window)
-            evidence[h] = replace(evidence[h], window=window, window_score=round(score, 4),
+            shown = windows(evidence[h].text, stride=EVIDENCE_STRIDE)  # the rows the verifier scored
+            if not len(scores):
+                continue
+            best = int(np.argmax(scores))
+            start, end = place(evidence[h].text, shown[best])
+            evidence[h] = replace(evidence[h], window=shown[best], window_score=round(float(scores[best]), 4),
                                   window_start=start, window_end=end)
