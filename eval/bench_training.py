@@ -20,7 +20,7 @@ import os
 import platform
 import sys
 import tempfile
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from perspectrum import config as folders  # noqa: E402
 from perspectrum._io import write_json  # noqa: E402
 from perspectrum.data import data_checksum, load_dataset  # noqa: E402
 from perspectrum.index import IndexStore  # noqa: E402
-from perspectrum.training import CONFIGS, train_task  # noqa: E402
+from perspectrum.training import CONFIGS, TaskConfig, train_task  # noqa: E402
 
 #: Changes to the shipped recipe's training settings, by variant name.
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -42,7 +42,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fast": {"epochs": 1, "frozen_layers": 6, "length_batches": True},
     "fast-frozen-4": {"epochs": 1, "frozen_layers": 4, "length_batches": True},
     "fast-frozen-8": {"epochs": 1, "frozen_layers": 8, "length_batches": True},
+    "fast-70": {"epochs": 1, "frozen_layers": 6, "length_batches": True, "max_examples": 4_900, "dev_share": 0.5},
 }
+#: Variant keys that change the task's recipe (:class:`TaskConfig`) rather than its training settings.
+RECIPE_KEYS = {f.name for f in fields(TaskConfig)} - {"params"}
 
 
 def main() -> None:
@@ -65,12 +68,16 @@ def main() -> None:
             base = models / "base"
             if base.is_dir():  # the unpacked MPNet, so each variant does not unpack it again
                 (Path(tmp) / "base").symlink_to(base.resolve())
-            config = replace(shipped, params=replace(shipped.params, **VARIANTS[name]))
+            changes = VARIANTS[name]
+            config = replace(shipped, params=replace(shipped.params, **{k: v for k, v in changes.items()
+                                                                        if k not in RECIPE_KEYS}),
+                             **{k: v for k, v in changes.items() if k in RECIPE_KEYS})
             meta = train_task(args.task, dataset, store, tmp, show_progress=True,
                               data_checksum=data_checksum(), config=config)
         row = {"changes": VARIANTS[name], "train_seconds": meta["train_seconds"],
                "minutes": round(meta["train_seconds"] / 60, 1), "pairs_per_second": meta["runs"][0]["pairs_per_second"],
-               "final_loss": meta["runs"][0]["final_loss"], "thresholds": meta["thresholds"], "dev": meta["dev"]}
+               "final_loss": meta["runs"][0]["final_loss"], "examples": meta["examples"]["examples"],
+               "dev_claims": meta["dev_claims"], "thresholds": meta["thresholds"], "dev": meta["dev"]}
         record["variants"][name] = row
         print(name, json.dumps(row), flush=True)
         write_json(out, record)

@@ -102,8 +102,9 @@ def inventory(models_dir: str | Path) -> dict[str, Any]:
     for task in TASKS:
         meta = _read_json(root / task / META_FILE)
         if meta is not None:
-            entries.append(Entry(task, "cross-encoder" + (" + ranker" if task == "evidence" else ""),
-                                 _size(root, task), meta.get("base_model"), meta.get("data_checksum"),
+            kind = "ranker + window verifier" if meta.get("kind") == "ranker" else "cross-encoder"
+            entries.append(Entry(task, kind, _size(root, task), meta.get("base_model") or meta.get("encoder"),
+                                 meta.get("data_checksum"),
                                  meta.get("dev"), meta.get("test")))
     light = _read_json(root / LIGHT_FOLDER / "light.json")
     if light is not None:

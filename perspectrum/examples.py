@@ -1,4 +1,4 @@
-"""Training pairs for the four cross-encoders, built from gold labels and retrieval.
+"""Training pairs for the three cross-encoders, built from gold labels and retrieval.
 
 Every builder is a pure function of the claims, the retrieved candidates and a seed,
 so the same seed always yields the same pairs in the same order. The ``*_input``
@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from perspectrum.crossencoder import SEP, Pair
-from perspectrum.data import Claim, Cluster, ClusterKey, Dataset
-from perspectrum.text import windows
+from perspectrum.data import Claim, Cluster, Dataset
 
 
 @dataclass
@@ -52,11 +51,6 @@ def claim_perspective_input(claim: str, perspective: str) -> Pair:
 def equivalence_input(claim: str, first: str, second: str) -> Pair:
     """Claim-conditioned equivalence, as in the paper: ``claim [SEP] p1`` against ``p2``."""
     return f"{claim} {SEP} {first}", second
-
-
-def evidence_input(claim: str, perspective: str, window: str) -> Pair:
-    """Evidence verification: ``claim [SEP] perspective`` against a 3-sentence window."""
-    return f"{claim} {SEP} {perspective}", window
 
 
 def relevance_examples(
@@ -138,39 +132,4 @@ def equivalence_examples(
                     p, q = q, p
                 first, second = dataset.perspectives[p].text, dataset.perspectives[q].text
                 out.add(equivalence_input(claim.text, first, second), target)
-    return out
-
-
-def evidence_examples(
-    dataset: Dataset,
-    claims: Sequence[Claim],
-    candidates: Mapping[ClusterKey, Sequence[int]],
-    negatives_per_positive: float,
-    seed: int,
-) -> Examples:
-    """Windows of gold paragraphs are positives; windows of retrieved non-gold ones negatives.
-
-    For each gold cluster with evidence, every 3-sentence window (stride 1) of every
-    gold paragraph is a positive, paired with one of the cluster's perspectives drawn
-    at random. Windows of the cluster's retrieved candidates that are not its gold
-    evidence are drawn as negatives, ``negatives_per_positive`` × the positives.
-    """
-    rng = random.Random(seed)
-    out = Examples()
-    for claim in claims:
-        for index, cluster in enumerate(claim.clusters):
-            if not cluster.evidence:
-                continue
-            gold = set(cluster.evidence)
-            positives = 0
-            for eid in cluster.evidence:
-                for window in windows(dataset.evidence[eid].text):
-                    perspective = dataset.perspectives[rng.choice(cluster.pids)].text
-                    out.add(evidence_input(claim.text, perspective, window), 1.0)
-                    positives += 1
-            wrong = [w for eid in candidates.get((claim.cid, index), ()) if eid not in gold
-                     for w in windows(dataset.evidence[eid].text)]
-            for window in rng.sample(wrong, min(len(wrong), round(negatives_per_positive * positives))):
-                perspective = dataset.perspectives[rng.choice(cluster.pids)].text
-                out.add(evidence_input(claim.text, perspective, window), 0.0)
     return out

@@ -1,16 +1,19 @@
-"""Trained task models on disk: ``models/<task>/``, each a standard Hugging Face folder.
+"""Trained task models on disk: ``models/<task>/``.
 
-``models/<task>/`` holds the weights and tokenizer of the first (or only) member, a
+``models/<task>/`` of a cross-encoder task (relevance, stance, equivalence) is a standard
+Hugging Face folder: the weights and tokenizer of the first (or only) member, a
 ``perspectrum.json`` with everything needed to use it (input length, dev-tuned
 thresholds, seeds, data checksum, metrics) and a README model card. An ensemble keeps
-its further members as standard folders under ``members/seed-<n>/``. Folders are
-written into a temporary sibling and swapped in, so a model is never half-written.
+its further members as standard folders under ``members/seed-<n>/``. ``models/evidence/``
+holds the evidence ranker and window verifier (``ranker.npz``, arrays) with the same
+``perspectrum.json`` and a card. Folders are written into a temporary sibling and swapped
+in, so a model is never half-written.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ from perspectrum._io import atomic_folder, atomic_write, write_json
 from perspectrum.bases import PACKAGES
 from perspectrum.crossencoder import META_FILE, CrossEncoderModel
 from perspectrum.errors import PerspectrumError
+from perspectrum.ranker import EvidenceRanker
 
 TASKS = ("relevance", "stance", "equivalence", "evidence")
 
@@ -26,7 +30,8 @@ PURPOSE = {
     "relevance": "(claim, perspective) → is the perspective relevant to the claim?",
     "stance": "(claim, perspective) → P(the perspective supports the claim)",
     "equivalence": "(claim [SEP] perspective 1, perspective 2) → do they say the same thing?",
-    "evidence": "(claim [SEP] perspective, 3-sentence window) → does the window support the perspective?",
+    "evidence": "(claim, every perspective cluster, paragraph) → P(the paragraph is this cluster's evidence), "
+                "and which 3-sentence window states it",
 }
 #: Which paper metric each task's model is scored with.
 T_METRIC = {"relevance": "T1", "stance": "T2", "equivalence": "T3", "evidence": "T4"}
@@ -39,18 +44,53 @@ def _fmt_metrics(metrics: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k} {v}" for k, v in metrics.items())
 
 
-def _ranker_lines(ranker: Mapping[str, Any] | None) -> list[str]:
-    """The card's lines on the evidence ranker kept in ``ranker.npz``, if the task has one."""
-    if not ranker:
-        return []
-    return [f"- evidence ranker (`ranker.npz`, gradient-boosted trees in two stages, fitted with scikit-learn "
-            f"and kept as arrays; see `perspectrum.ranker`): fitted on {ranker['candidates']:,} training candidates "
-            f"({ranker['positives']:,} gold; hybrid top-{ranker['depth']} per cluster) in {ranker['seconds']:.0f} s, "
-            f"seed {ranker['seed']}; features: {', '.join(ranker['features'])}"]
+def _ranker_card(meta: Mapping[str, Any]) -> str:
+    """The evidence folder's card: what the ranker reads, how it was fitted, its dev cuts."""
+    ranker = meta["ranker"]
+    return "\n".join([
+        "---",
+        "license: cc-by-sa-4.0",
+        "tags: [perspectrum, evidence, gradient-boosting]",
+        "---",
+        "",
+        "# perspectrum evidence ranker and window verifier",
+        "",
+        f"{PURPOSE['evidence']}. Gradient-boosted trees fitted with scikit-learn and kept as arrays "
+        "(`ranker.npz`, read by `perspectrum.ranker.EvidenceRanker.load`; loading runs no code), on "
+        f"features of the embeddings of `{meta['encoder']}` and BM25, fitted on the PERSPECTRUM v1.0 "
+        "training split (Chen et al., NAACL 2019; CC BY-SA 4.0).",
+        "",
+        "## Training",
+        "",
+        f"- data checksum (SHA-256 over the five release files): `{meta['data_checksum']}`",
+        f"- seed: {ranker['seed']}; fitting is deterministic for a seed",
+        f"- candidates: {ranker['candidates']:,} ({ranker['positives']:,} gold; hybrid top-{ranker['depth']} "
+        f"per cluster), {ranker['windows']:,} windows; fitted in {meta['train_seconds']:.0f} s on {meta['hardware']}",
+        f"- paragraph features: {', '.join(ranker['features'])}",
+        f"- window features: {', '.join(ranker['window_features'])}",
+        "",
+        "## Cuts (tuned on dev only)",
+        "",
+        "`perspectrum discover` keeps paragraphs by the ranker's probability alone:",
+        "",
+        "```json", json.dumps(meta["ranker_thresholds"], indent=2), "```",
+        "",
+        "Gold-input evaluation (T4) blends it with the best (or mean) window's verifier score:",
+        "",
+        "```json", json.dumps(meta["thresholds"], indent=2), "```",
+        "",
+        "## Metrics",
+        "",
+        f"- dev (T4): {_fmt_metrics(meta.get('dev'))}",
+        f"- test (T4): {_fmt_metrics(meta.get('test'))}",
+        "",
+    ])
 
 
 def render_card(meta: Mapping[str, Any]) -> str:
     """The README model card: front matter for hubs, then what a reader needs to trust it."""
+    if meta.get("kind") == "ranker":
+        return _ranker_card(meta)
     task = meta["task"]
     params = "\n".join(f"| {k} | {v} |" for k, v in meta["params"].items())
     members = meta.get("seeds", [meta["params"]["seed"]])
@@ -77,7 +117,6 @@ def render_card(meta: Mapping[str, Any]) -> str:
         f"- examples: {meta['examples']['examples']:,} ({meta['examples']['positives']:,} positive); "
         f"{meta['examples']['how']}",
         f"- training time: {meta['train_seconds']:.0f} s on {meta['hardware']}",
-        *_ranker_lines(meta.get("ranker")),
         "",
         "| hyper-parameter | value |",
         "|---|---|",
@@ -88,9 +127,6 @@ def render_card(meta: Mapping[str, Any]) -> str:
         "```json",
         json.dumps(meta["thresholds"], indent=2),
         "```",
-        *(["", "`perspectrum discover` keeps paragraphs by the ranker's probability alone "
-           "(windows are scored only for what it keeps), with this cut, also tuned on dev:", "",
-           "```json", json.dumps(meta["ranker_thresholds"], indent=2), "```"] if meta.get("ranker_thresholds") else []),
         "",
         "## Metrics",
         "",
@@ -104,13 +140,8 @@ def render_card(meta: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def save_task(folder: str | Path, members: Sequence[CrossEncoderModel], meta: Mapping[str, Any],
-              extra: Callable[[Path], Any] | None = None) -> Path:
-    """Write an ensemble (or single model) with its meta and card, atomically.
-
-    ``extra(folder)`` writes anything else the task keeps beside its weights (the
-    evidence ranker) into the same folder before it is swapped in.
-    """
+def save_task(folder: str | Path, members: Sequence[CrossEncoderModel], meta: Mapping[str, Any]) -> Path:
+    """Write an ensemble (or single model) with its meta and card, atomically."""
     meta = dict(meta)
     meta["members"] = [f"members/seed-{m.meta['params']['seed']}" for m in members[1:]]
 
@@ -121,8 +152,17 @@ def save_task(folder: str | Path, members: Sequence[CrossEncoderModel], meta: Ma
             member.write(tmp / sub)
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         (tmp / "README.md").write_text(render_card(meta), encoding="utf-8")
-        if extra is not None:
-            extra(tmp)
+
+    return atomic_folder(folder, write)
+
+
+def save_ranker(folder: str | Path, ranker: EvidenceRanker, meta: Mapping[str, Any]) -> Path:
+    """Write the evidence ranker with its meta and card, atomically."""
+
+    def write(tmp: Path) -> None:
+        ranker.save(tmp)
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        (tmp / "README.md").write_text(render_card(meta), encoding="utf-8")
 
     return atomic_folder(folder, write)
 

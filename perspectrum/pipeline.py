@@ -93,7 +93,7 @@ class PipelineConfig:
             allows (clustering reads every pair among them).
         evidence_depth: paragraphs retrieved per cluster for the evidence ranker (20,
             the depth it was trained at).
-        verify_top: kept paragraphs per cluster whose windows the window model reads.
+        verify_top: kept paragraphs per cluster whose windows the window verifier reads.
         overrides: per-stage changes, keyed by stage name (:data:`STAGE_NAMES`).
     """
 

@@ -3,8 +3,8 @@
 Evidence retrieval finds the right debate easily; the hard part is the perspective.
 On dev, 35 % of a cluster's hybrid top-20 paragraphs are gold evidence for a
 *sibling* cluster of the same claim, and a cross-encoder that sees one
-(perspective, window) pair at a time cannot tell them apart (the evidence model's
-windows score 38 T4 F1 on dev). A paragraph usually argues one perspective, so the
+(perspective, window) pair at a time cannot tell them apart (the window cross-encoder
+of earlier versions scored 38 T4 F1 on dev). A paragraph usually argues one perspective, so the
 ranker looks at every cluster of the claim at once and asks how much better the
 paragraph fits this cluster than its siblings, by dense cosine (paragraph and best
 sentence), BM25, and retrieval rank.
@@ -51,7 +51,7 @@ from perspectrum.trees import Forest
 
 #: Hybrid candidates per cluster (dev T4 F1 of the first stage: 57.0 at 20, 55.9 at 40).
 DEPTH = 20
-#: File of a fitted ranker inside the evidence model's folder.
+#: File of a fitted ranker inside ``models/evidence/`` (or the light heads' folder).
 RANKER_FILE = "ranker.npz"
 FOLDS = 5
 

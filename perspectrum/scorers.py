@@ -103,7 +103,7 @@ class TrainedScorers:
         evidence: the evidence pool the ranker retrieves from.
 
     Models load on first use, once, under a lock, so a pipeline that only ranks
-    perspectives never reads the evidence model, and threads share one copy.
+    perspectives never reads the evidence ranker or its indexes, and threads share one copy.
     """
 
     kind = "trained"
@@ -139,11 +139,7 @@ class TrainedScorers:
             return self._loaded[name]
 
     def load_all(self) -> None:
-        """Load every model and index now (a server's warm-up) instead of on first use.
-
-        The evidence cross-encoder is not among them: it ranks gold-input evaluation's
-        windows, while ``discover`` keeps paragraphs by the ranker and highlights by its
-        window verifier."""
+        """Load every model and index now (a server's warm-up) instead of on first use."""
         for name in ("relevance", "stance", "equivalence", "ranker", "featurizer"):
             self._get(name)
 

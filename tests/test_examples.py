@@ -8,7 +8,6 @@ from perspectrum.crossencoder import SEP
 from perspectrum.data import Cluster
 from perspectrum.examples import (
     equivalence_examples,
-    evidence_examples,
     relevance_examples,
     stance_examples,
     stance_target,
@@ -87,24 +86,6 @@ def test_windows_are_three_sentences_and_cover_the_paragraph():
     # a window made here gives back the sentences it was joined from, without splitting it again
     assert window_sentences(windows(text)[1]) == ("It rained.", "We left.", "They stayed.")
     assert window_sentences("Never made. Split now.") == ("Never made.", "Split now.")
-
-
-def test_evidence_positives_are_all_windows_of_gold_paragraphs(dataset):
-    claims = [c for c in dataset.split("train") if c.cid == 3]  # cluster 0 has gold paragraphs 4 and 5
-    candidates = {(3, 0): [4, 6, 1, 5], (3, 1): [6, 2]}
-    out = evidence_examples(dataset, claims, candidates, negatives_per_positive=5, seed=1)
-    gold_windows = {w for e in (4, 5, 6) for w in windows(dataset.evidence[e].text)}
-    positives = [b for (_, b), t in zip(out.pairs, out.targets) if t == 1.0]
-    negatives = [b for (_, b), t in zip(out.pairs, out.targets) if t == 0.0]
-    expected_pos = [w for e in (4, 5) for w in windows(dataset.evidence[e].text)] + windows(dataset.evidence[6].text)
-    assert positives == expected_pos
-    # cluster 0's negatives come from its non-gold candidates 6 and 1; cluster 1's from 2
-    allowed = {w for e in (6, 1, 2) for w in windows(dataset.evidence[e].text)}
-    assert negatives and set(negatives) <= allowed
-    assert gold_windows >= set(positives)
-    # the query side is the claim and one of the cluster's perspectives
-    cluster_texts = {dataset.perspectives[p].text for k in claims[0].clusters for p in k.pids}
-    assert all(a.split(f" {SEP} ")[1] in cluster_texts for a, _ in out.pairs)
 
 
 def test_same_seed_same_examples_other_seed_other_sample(dataset):

@@ -10,9 +10,9 @@
   directly or after average-linkage clustering.
 - T4: each gold cluster's candidates and P(evidence) from the evidence ranker
   (:mod:`perspectrum.ranker`, which compares a paragraph with every cluster of the
-  claim); every 3-sentence window is scored against claim + perspective by the
-  cross-encoder, a paragraph's score is its best (or mean) window, blended with the
-  ranker's probability, then cut as in T1.
+  claim); every 3-sentence window is scored by the ranker's window verifier, a
+  paragraph's window score is its best (or mean) window, blended with the ranker's
+  probability, then cut as in T1.
 
 Every threshold is tuned on dev by :func:`tune`, stored in the model's
 ``perspectrum.json``, and only applied (never re-tuned) to the evaluation split.
@@ -30,26 +30,25 @@ import numpy as np
 
 from perspectrum.crossencoder import CrossEncoderModel, Pair
 from perspectrum.data import Claim, Dataset, Pool
-from perspectrum.eval.ir import best_of, percent, t4_queries
+from perspectrum.eval.ir import best_of, percent
 from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
-from perspectrum.examples import claim_perspective_input, equivalence_input, evidence_input
+from perspectrum.examples import claim_perspective_input, equivalence_input
 from perspectrum.index import IndexStore
-from perspectrum.models import TASKS, load_task, update_meta
+from perspectrum.models import TASKS, load_task, read_meta, update_meta
 from perspectrum.ranker import Debate, EvidenceRanker, Featurizer
-from perspectrum.search import Hit, HybridSearcher
-from perspectrum.rules import EVIDENCE_STRIDE, average_linkage, blend, keep, ranked
-from perspectrum.text import windows
+from perspectrum.rules import average_linkage, blend, keep, ranked
+from perspectrum.scorers import CROSS_ENCODED
+from perspectrum.search import Hit
 
 #: Dense candidates per claim for T1 (they cover 77.9 % of dev gold clusters; `evaluate --system ir` curves).
 RELEVANCE_DEPTH = 50
-#: Hybrid candidates per cluster for the evidence model's training negatives.
-EVIDENCE_DEPTH = 20
 
 THRESHOLDS = tuple(round(float(t), 2) for t in np.arange(0.02, 0.99, 0.02))
 #: Relative cut-offs: keep what scores at least this fraction of the best candidate.
 RATIOS = tuple(round(float(t), 2) for t in np.arange(0.5, 0.99, 0.02))
-#: Weight of the cross-encoder against the prior: the retriever's own score, or for T4
-#: the evidence ranker's probability (1 = cross-encoder alone, 0 = prior alone).
+#: Weight of the model against the prior: the cross-encoder against the retriever's own
+#: score, or for T4 the verifier's window score against the evidence ranker's probability
+#: (1 = model alone, 0 = prior alone).
 WEIGHTS = (1.0, 0.8, 0.6, 0.5, 0.4, 0.2)
 EVIDENCE_WEIGHTS = (*WEIGHTS, 0.0)
 T1_CAPS = (5, 10, 15, 20, 30, 50)
@@ -216,49 +215,28 @@ def equivalence_predict(scores: Matrices, setting: Mapping[str, Any]) -> dict[in
 
 
 # ----------------------------------------------------------------------------- T4
-def evidence_candidates(store: IndexStore, dataset: Dataset, claims: Sequence[Claim],
-                        depth: int = EVIDENCE_DEPTH) -> dict[ClusterKey, list[Hit]]:
-    """Each gold cluster's hybrid top-``depth`` paragraphs for claim + all its paraphrases.
-
-    These are where the evidence cross-encoder's training negatives come from.
-    """
-    pool = Pool.from_dataset(dataset, "evidence")
-    hybrid = HybridSearcher(store.open(pool, "bm25"), store.open(pool, "dense"))
-    queries = t4_queries(dataset, claims, "cluster")
-    runs = hybrid.batch_search(list(queries.values()), depth)
-    return dict(zip(queries, runs))
-
-
-def evidence_scores(model: CrossEncoderModel, ranker: EvidenceRanker, dataset: Dataset, claims: Sequence[Claim],
-                    store: IndexStore, stride: int = EVIDENCE_STRIDE, show_progress: bool = False,
+def evidence_scores(ranker: EvidenceRanker, featurizer: Featurizer, dataset: Dataset, claims: Sequence[Claim],
                     timing: dict[str, float] | None = None) -> dict[str, Scored]:
     """Per gold cluster with gold evidence, its ranker candidates with two scores each.
 
-    The prior is the ranker's P(evidence); the model score is the cross-encoder's best
-    window (``"max"``) or mean window (``"mean"``), the cluster's first perspective
-    standing for it as one perspective did in training. Every cluster of a claim takes
-    part in the ranker's sibling comparisons, whether or not it has gold evidence, so
-    no label decides which paragraphs compete.
+    The prior is the ranker's P(evidence); the window score is the verifier's best window
+    (``"max"``) or mean window (``"mean"``) for the cluster. Every cluster of a claim takes
+    part in the ranker's sibling comparisons, whether or not it has gold evidence, so no
+    label decides which paragraphs compete.
     """
-    table = Featurizer.for_dataset(store, dataset, show_progress).table({c.cid: Debate.of(dataset, c) for c in claims})
+    debates = {c.cid: Debate.of(dataset, c) for c in claims}
+    table = featurizer.table(debates)
     prior = ranker.score(table)
     scored = {(c.cid, i) for c in claims for i, cluster in enumerate(c.clusters) if cluster.evidence}
-    items, ranks, keys, pairs = [], [], [], []
-    for (cid, index, doc_id), p in zip(table.keys, prior):
-        if (cid, index) not in scored:
-            continue
-        items.append(((cid, index), doc_id))
-        ranks.append(float(p))
-        perspective = dataset.perspectives[dataset.claims[cid].clusters[index].pids[0]].text
-        for window in windows(dataset.evidence[doc_id].text, stride=stride):
-            keys.append(len(items) - 1)
-            pairs.append(evidence_input(dataset.claims[cid].text, perspective, window))
-    scores = _timed_score(model, pairs, show_progress, "evidence", timing)
-    per_paragraph: list[list[float]] = [[] for _ in items]
-    for item, score in zip(keys, scores):
-        per_paragraph[item].append(float(score))
-    return {name: _group(items, np.array([agg(v) for v in per_paragraph]), ranks)
-            for name, agg in (("max", max), ("mean", lambda v: sum(v) / len(v)))}
+    rows = [n for n, (cid, index, _) in enumerate(table.keys) if (cid, index) in scored]
+    start = time.perf_counter()
+    windows = ranker.verify(featurizer.windows([(debates[table.keys[n][0]], *table.keys[n][1:]) for n in rows]))
+    if timing is not None and rows:
+        timing["evidence"] = round(len(rows) / (time.perf_counter() - start), 1)
+    items = [((table.keys[n][0], table.keys[n][1]), table.keys[n][2]) for n in rows]
+    ranks = [float(prior[n]) for n in rows]
+    return {name: _group(items, np.array([agg(w) if len(w) else 0.0 for w in windows]), ranks)
+            for name, agg in (("max", np.max), ("mean", np.mean))}
 
 
 def evidence_predict(scores: Mapping[str, Scored], setting: Mapping[str, Any]) -> dict[ClusterKey, list[int]]:
@@ -324,8 +302,8 @@ def score_split(task: str, models: Sequence[CrossEncoderModel], dataset: Dataset
                 ranker: EvidenceRanker | None = None) -> Any:
     """Retrieve what the task needs for ``claims`` and score it with the task's model(s).
 
-    Stance averages every ensemble member; the other tasks have one member. Evidence
-    also needs its ``ranker``.
+    Stance averages every ensemble member; relevance and equivalence have one member.
+    Evidence has none: its ``ranker`` scores paragraphs and windows.
     """
     if task == "relevance":
         candidates = relevance_candidates(store, dataset, claims)
@@ -337,7 +315,7 @@ def score_split(task: str, models: Sequence[CrossEncoderModel], dataset: Dataset
     if task == "evidence":
         if ranker is None:
             raise ValueError("evidence scoring needs the evidence ranker")
-        return evidence_scores(models[0], ranker, dataset, claims, store, show_progress=show_progress, timing=timing)
+        return evidence_scores(ranker, Featurizer.for_dataset(store, dataset, show_progress), dataset, claims, timing)
     raise ValueError(f"unknown task {task!r}")
 
 
@@ -370,13 +348,14 @@ def evaluate_trained(dataset: Dataset, store: IndexStore, models_dir: str | Path
     """
     started = time.perf_counter()
     claims = dataset.split(split)
-    loaded = {task: load_task(models_dir, task) for task in TASKS}  # fail fast, before any scoring
+    loaded = {task: load_task(models_dir, task) if task in CROSS_ENCODED else [] for task in TASKS}  # fail fast
+    metas = {task: read_meta(models_dir, task) for task in TASKS}
     ranker = EvidenceRanker.load(Path(models_dir) / "evidence")
     tasks: dict[str, Any] = {}
     curves: dict[str, Any] = {}
     timing: dict[str, float] = {}
     for task, members in loaded.items():
-        setting = members[0].meta["thresholds"]
+        setting = metas[task]["thresholds"]
         scores = score_split(task, members, dataset, claims, store, show_progress, timing, ranker)
         measured = percent(metric(task, claims, scores, setting))
         tasks[T_OF[task]] = {**measured, "setting": setting, "members": len(members)}
@@ -395,7 +374,7 @@ def evaluate_trained(dataset: Dataset, store: IndexStore, models_dir: str | Path
         "pr_curves": curves,
         "pairs_per_second": timing,
         "model_mb": {task: _folder_mb(Path(models_dir) / task) for task in TASKS},
-        "models": {task: {"seeds": m[0].meta.get("seeds"), "train_seconds": m[0].meta.get("train_seconds"),
-                          "quick": m[0].meta.get("quick")} for task, m in loaded.items()},
+        "models": {task: {"seeds": m.get("seeds"), "train_seconds": m.get("train_seconds"),
+                          "quick": m.get("quick")} for task, m in metas.items()},
         "seconds": round(time.perf_counter() - started, 1),
     }
