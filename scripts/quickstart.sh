@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # From a fresh clone: install, check the data, and discover the perspectives on a claim.
-# Without a stance model in models/, it first trains one with the fast recipe (about 11 min
+# Without a stance model in models/, it first trains one with the fast recipe (about 7 min
 # on 2 cores: `perspectrum train stance --fast`). The first discover then builds the missing
 # indexes and, without the other fine-tuned models, fits light heads on frozen MiniLM
 # embeddings (about 2 min, once); the stance model answers in place of the light stance head.
