@@ -224,14 +224,17 @@ class Featurizer:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of ``texts`` from the store's encoder, remembered: the verifier reads the
         paraphrases the ranker has just read. Texts are encoded together, exactly as given,
-        unless every one is remembered, so a first call's vectors match the encoder's own."""
-        if not all(t in self._memo for t in texts):
-            vectors = self.encoder.encode(list(texts))
-            if len(self._memo) + len(texts) > _MEMO_MAX:
-                self._memo = {}
-            self._memo.update(zip(texts, vectors))
-            return vectors
-        return np.array([self._memo[t] for t in texts]).reshape(len(texts), -1)
+        unless every one is remembered, so a first call's vectors match the encoder's own.
+        Reads go through one reference to the memo, so a thread that starts a fresh one
+        cannot empty it under another's lookup."""
+        memo = self._memo
+        if all(t in memo for t in texts):
+            return np.array([memo[t] for t in texts]).reshape(len(texts), -1)
+        vectors = self.encoder.encode(list(texts))
+        if len(memo) + len(texts) > _MEMO_MAX:
+            memo = self._memo = {}
+        memo.update(zip(texts, vectors))
+        return vectors
 
     def windows(self, jobs: Sequence[WindowJob],
                 embed: Callable[[Sequence[str]], np.ndarray] | None = None) -> list[np.ndarray]:
@@ -305,6 +308,11 @@ class ParagraphWindows:
             "windows": np.full(len(starts), len(starts)),
         }
         return np.column_stack([columns[name] for name in WINDOW_FEATURES]).astype(np.float64)
+
+
+def _stacked(windows: Sequence[np.ndarray]) -> np.ndarray:
+    """Every paragraph's window rows in one matrix (none: zero rows of the right width)."""
+    return np.vstack([*windows, np.zeros((0, len(WINDOW_FEATURES)))])
 
 
 def window_labels(windows: Sequence[np.ndarray], gold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -381,7 +389,7 @@ class EvidenceRanker:
                 table.features[held])[:, 1]
         first = Forest.of(_classifier(seed).fit(table.features, labels), table.features)
         both = np.hstack([table.features, second_stage(table.keys, out_of_fold)])
-        window_rows = np.vstack([*windows, np.zeros((0, len(WINDOW_FEATURES)))])
+        window_rows = _stacked(windows)
         target, used = window_labels(windows, labels)
         if not target.any() or target[used].all():
             raise PerspectrumError("the window verifier needs windows of gold and of non-gold candidates")
@@ -397,7 +405,7 @@ class EvidenceRanker:
 
     def verify(self, windows: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Each paragraph's window scores in [0, 1] (:meth:`Featurizer.windows` gives the rows)."""
-        rows = np.vstack([*windows, np.zeros((0, len(WINDOW_FEATURES)))])
+        rows = _stacked(windows)
         scores = self.verifier.predict_proba(rows) if len(rows) else np.zeros(0)
         return np.split(scores, np.cumsum([len(w) for w in windows])[:-1]) if windows else []
 

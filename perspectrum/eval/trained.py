@@ -229,11 +229,12 @@ def evidence_scores(ranker: EvidenceRanker, featurizer: Featurizer, dataset: Dat
     prior = ranker.score(table)
     scored = {(c.cid, i) for c in claims for i, cluster in enumerate(c.clusters) if cluster.evidence}
     rows = [n for n, (cid, index, _) in enumerate(table.keys) if (cid, index) in scored]
+    keys = [table.keys[n] for n in rows]
     start = time.perf_counter()
-    windows = ranker.verify(featurizer.windows([(debates[table.keys[n][0]], *table.keys[n][1:]) for n in rows]))
+    windows = ranker.verify(featurizer.windows([(debates[cid], index, d) for cid, index, d in keys]))
     if timing is not None and rows:
         timing["evidence"] = round(len(rows) / (time.perf_counter() - start), 1)
-    items = [((table.keys[n][0], table.keys[n][1]), table.keys[n][2]) for n in rows]
+    items = [((cid, index), d) for cid, index, d in keys]
     ranks = [float(prior[n]) for n in rows]
     return {name: _group(items, np.array([agg(w) if len(w) else 0.0 for w in windows]), ranks)
             for name, agg in (("max", np.max), ("mean", np.mean))}

@@ -54,10 +54,10 @@ class Verify:
                     jobs.append((read, c, hit.id))
                     owner.append((n, c, h))
         for (n, c, h), scores in zip(owner, context.scorers.windows(jobs)):
-            evidence = states[n].groups[c].evidence
-            shown = windows(evidence[h].text, stride=EVIDENCE_STRIDE)  # the rows the verifier scored
             if not len(scores):
                 continue
+            evidence = states[n].groups[c].evidence
+            shown = windows(evidence[h].text, stride=EVIDENCE_STRIDE)  # the rows the verifier scored
             best = int(np.argmax(scores))
             start, end = place(evidence[h].text, shown[best])
             evidence[h] = replace(evidence[h], window=shown[best], window_score=round(float(scores[best]), 4),
