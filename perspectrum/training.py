@@ -71,9 +71,10 @@ CONFIGS: dict[str, TaskConfig] = {
 
 #: ``perspectrum train stance --fast``, for a machine without the other models: one epoch over
 #: a seeded 4,900 of the 6,978 pairs, the six lowest layers frozen, thresholds tuned on half of
-#: the dev claims. Dev accuracy 78.5 % in 6.4 min of training and 31 s of scoring on 2 cores,
-#: against 78.7 % in 9.3 min and 90 s on all pairs and all of dev, and 87.8 % in 30 min for
-#: ``train stance`` (variants "fast-70", "fast", "length-batches" of eval/results/stance_training.json).
+#: the dev claims. Dev accuracy 78.5 % in 6.4 min of training on 2 cores, against 78.7 % in 9.3 min
+#: on all pairs, and 87.8 % in 30 min for ``train stance`` (variants "fast-70", "fast",
+#: "length-batches" of eval/results/stance_training.json); scoring dev took 32 s against 90 s on a
+#: fresh machine (eval/results/fresh_machine.json, fresh_machine_previous.json).
 FAST: dict[str, TaskConfig] = {"stance": replace(CONFIGS["stance"], params=replace(
     CONFIGS["stance"].params, epochs=1, frozen_layers=6), max_examples=4_900, dev_share=0.5)}
 
