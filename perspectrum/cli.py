@@ -1,7 +1,10 @@
 """The ``perspectrum`` command: thin wrappers that parse options and call the library.
 
 Every :class:`~perspectrum.errors.PerspectrumError` raised underneath is printed as one
-line on stderr with exit code 1; Typer's own usage errors exit with code 2.
+line on stderr with exit code 1; Typer's own usage errors exit with code 2. Whatever
+comes from outside (claims, queries, pool texts and ids, paths, bundle fields) is printed
+literally, never as rich markup, with control characters made visible
+(:func:`perspectrum.display.printable`).
 """
 
 from __future__ import annotations
@@ -14,12 +17,20 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
 from perspectrum import config as folders
 from perspectrum.config import DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR, INDEX_ENV, LIGHT_FOLDER, MODELS_ENV
+from perspectrum._progress import literal, printable
 from perspectrum.errors import PerspectrumError
 
+
+def _error(exc: Exception, code: int) -> typer.Exit:
+    """Print ``exc`` as the one ``error:`` line on stderr (escapes and newlines in a named
+    file or value made visible, so it stays one line) and return the exit to raise."""
+    typer.echo(f"error: {printable(str(exc), one_line=True)}", err=True)
+    return typer.Exit(code)
 
 
 class _Group(TyperGroup):
@@ -29,8 +40,7 @@ class _Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except PerspectrumError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(1) from None
+            raise _error(exc, 1) from None
 
 
 app = typer.Typer(
@@ -48,6 +58,13 @@ app.add_typer(data_app, name="data")
 app.add_typer(index_app, name="index")
 app.add_typer(models_app, name="models")
 console = Console()
+
+
+def _say(message: str) -> None:
+    """One line of ours that names things from outside (paths, bundle fields): shown
+    literally, not parsed as markup, escapes made visible."""
+    console.print(printable(message), markup=False, emoji=False)
+
 
 DataDir = Annotated[
     Optional[Path],
@@ -157,8 +174,8 @@ def data_download(
     from perspectrum.data import DOWNLOAD_URL, download
 
     for path in download(to, url or DOWNLOAD_URL):
-        console.print(f"[green]✓[/] {path}")
-    console.print(f"export PERSPECTRUM_DATA={to.resolve()}")
+        console.print(Text("✓ ", style="green") + literal(path))
+    _say(f"export PERSPECTRUM_DATA={to.resolve()}")
 
 
 OwnPerspectives = Annotated[Optional[Path], typer.Option(
@@ -207,7 +224,7 @@ def index_build(
         store = own_store(store.root, *own)
         pools = {"perspectives": lambda: own[0], "evidence": lambda: own[1],
                  "sentences": lambda: store.sentences(own[1])}
-    table = Table(title=f"indexes in {store.root}")
+    table = Table(title=literal(f"indexes in {store.root}", "table.title"))
     for column in ("pool", "kind", "documents", "status", "seconds"):
         table.add_column(column)
     for pool_name in POOL_NAMES if pool is PoolChoice.all else (pool.value,):
@@ -218,7 +235,7 @@ def index_build(
                 table.add_row(pool_name, kind_name, f"{len(docs):,}", "reused", "-")
                 continue
             if problem:
-                console.print(f"{problem}: building it")
+                _say(f"{problem}: building it")
             _, seconds = store.build(docs, kind_name, show_progress=True)
             table.add_row(pool_name, kind_name, f"{len(docs):,}", "built", f"{seconds:.1f}")
     console.print(table)
@@ -238,9 +255,13 @@ def search(
     """Search one pool with BM25, dense or hybrid retrieval (indexes built if missing)."""
     from perspectrum.data import load_dataset
     from perspectrum.search import HybridSearcher
+    from perspectrum.text import encodable
 
     if not query.strip():
         raise PerspectrumError("the query is empty")
+    if not encodable(query):
+        raise PerspectrumError("the query holds a character that is not valid Unicode "
+                               "(a byte that is not UTF-8 in the command line?)")
     if pool is PoolChoice.all:
         raise PerspectrumError("search one pool at a time: --pool perspectives, evidence or sentences")
     dataset = load_dataset(data_dir, verify=not no_verify)
@@ -254,13 +275,14 @@ def search(
     hits = searcher.search(query, k)
     text = dict(zip(docs.ids, docs.texts))
     if as_json:
-        typer.echo(json.dumps([{"id": h.doc_id, "score": h.score, "text": text[h.doc_id]} for h in hits], indent=2))
+        hits_json = [{"id": h.doc_id, "score": h.score, "text": text[h.doc_id]} for h in hits]
+        typer.echo(json.dumps(hits_json, indent=2, ensure_ascii=True))  # every control character escaped
         return
-    table = Table(title=f"{method.value} · {pool.value} · “{query}”")
+    table = Table(title=literal(f"{method.value} · {pool.value} · “{query}”", "table.title"))
     for column in ("#", "id", "score", "text"):
         table.add_column(column, overflow="fold")
     for rank, hit in enumerate(hits, 1):
-        table.add_row(str(rank), str(hit.doc_id), f"{hit.score:.3f}", text[hit.doc_id])
+        table.add_row(str(rank), literal(hit.doc_id), f"{hit.score:.3f}", literal(text[hit.doc_id]))
     console.print(table)
 
 
@@ -289,8 +311,7 @@ def discover(
     try:
         check_claim(claim)
     except ClaimError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise _error(exc, 2) from None
     own = _own_pools(perspectives, evidence)
     store = _store(index_dir)
     if own is None:
@@ -307,7 +328,7 @@ def discover(
     from perspectrum.display import debate, explain as explained
 
     if result.notice:
-        console.print(result.notice, markup=False, highlight=False, soft_wrap=True)  # one line, as promised
+        console.print(literal(result.notice), soft_wrap=True)  # one line, as promised
     else:
         console.print(debate(result))
     if explain:
@@ -343,7 +364,7 @@ def train(
     dataset = load_dataset(data_dir, verify=not no_verify)
     checksum = data_checksum(data_dir)
     target = _models_dir(models_dir)
-    table = Table(title=f"trained models in {target}" + (" (quick)" if quick else ""))
+    table = Table(title=literal(f"trained models in {target}" + (" (quick)" if quick else ""), "table.title"))
     for column in ("task", "examples", "train s", "dev metric", "thresholds (dev)"):
         table.add_column(column, overflow="fold")
     summary = {}
@@ -368,7 +389,7 @@ def train(
         summary["pipeline"] = record
         console.print(f"pipeline settings chosen on dev: {json.dumps(record['settings'])}")
     if json_path:
-        console.print(f"wrote {write_json(json_path, summary)}")
+        _say(f"wrote {write_json(json_path, summary)}")
 
 
 @app.command()
@@ -429,9 +450,9 @@ def evaluate(
         draw = plot_recall_curves
     console.print(f"finished in {result['seconds']:.0f} s")
     if json_path:
-        console.print(f"wrote {write_json(json_path, result)}")
+        _say(f"wrote {write_json(json_path, result)}")
     if plot and draw is not None:
-        console.print(f"wrote {draw(result, plot)}")
+        _say(f"wrote {draw(result, plot)}")
 
 
 @app.command()
@@ -474,7 +495,7 @@ def tune(
                   f"(held-out off-topic answered: {floor['held_out']['offtopic_answered']:.1%})")
     console.print(f"chosen: {json.dumps(record['settings'])} ({record['rule']}); {record['seconds']:.0f} s")
     if json_path:
-        console.print(f"wrote {write_json(json_path, record)}")
+        _say(f"wrote {write_json(json_path, record)}")
 
 
 def _metric(values: Any) -> str:
@@ -496,16 +517,17 @@ def models_list(
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
-    table = Table(title=f"models in {found['models_dir']}")
+    table = Table(title=literal(f"models in {found['models_dir']}", "table.title"))
     for column in ("name", "kind", "base", "data checksum", "dev", "test", "MB"):
         table.add_column(column, overflow="fold")
     for entry in found["entries"]:
         dev = entry["dev"] if entry["name"] != LIGHT_FOLDER else None
-        table.add_row(entry["name"], entry["kind"], str(entry["base_model"] or "-").split("/")[-1],
-                      (entry["data_checksum"] or "-")[:12], _metric(dev), _metric(entry["test"]),
+        table.add_row(literal(entry["name"]), literal(entry["kind"]),
+                      literal(str(entry["base_model"] or "-").split("/")[-1]),
+                      literal((entry["data_checksum"] or "-")[:12]), _metric(dev), _metric(entry["test"]),
                       f"{entry['size_bytes'] / 1e6:.1f}")
     console.print(table)
-    console.print(f"discover uses: {found['system']}", highlight=False)
+    console.print(literal(f"discover uses: {found['system']}"))
 
 
 @models_app.command("export")
@@ -520,8 +542,8 @@ def models_export(
 
     manifest = export_models(_models_dir(models_dir), out, data_checksum(resolve_data_dir(data_dir)),
                              show_progress=True)
-    console.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {', '.join(manifest['entries'])}; "
-                  f"{len(manifest['files'])} files, data {manifest['data_checksum'][:12]}…")
+    _say(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {', '.join(manifest['entries'])}; "
+         f"{len(manifest['files'])} files, data {manifest['data_checksum'][:12]}…")
 
 
 @models_app.command("install")
@@ -537,8 +559,8 @@ def models_install(
 
     target = _models_dir(models_dir)
     manifest = install_models(source, target, data_checksum(resolve_data_dir(data_dir)), show_progress=True)
-    console.print(f"installed {', '.join(manifest['entries'])} into {target} ({len(manifest['files'])} files "
-                  f"verified; made by perspectrum {manifest['perspectrum_version']} on {manifest['created']})")
+    _say(f"installed {', '.join(manifest['entries'])} into {target} ({len(manifest['files'])} files "
+         f"verified; made by perspectrum {manifest['perspectrum_version']} on {manifest['created']})")
 
 
 def main() -> None:

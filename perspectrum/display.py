@@ -4,6 +4,12 @@ Supporting and undermining perspectives stand side by side, as a debate is read;
 shows its representative, its other phrasings, how sure the models are, and its best
 evidence window highlighted inside the paragraph (trimmed around the window, so a long
 paragraph does not drown the page; the rest is in ``--json``).
+
+Everything shown here comes from outside: the claim, the pools' texts and ids, model
+cards. It is shown literally: as :class:`~rich.text.Text`, never parsed as rich markup
+(a claim holding ``[/]`` would raise, one holding ``[link=…]`` would turn into a
+link), and through :func:`printable`, so no escape sequence in a pool reaches the
+terminal raw.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from perspectrum._progress import literal, printable
 from perspectrum.results import DiscoveredPerspective, Discovery, EvidenceHit
 
 #: Characters of paragraph shown on either side of the highlighted window.
@@ -32,26 +39,26 @@ def _evidence(hit: EvidenceHit) -> Text:
     text = hit.text
     start, end = (hit.window_start, hit.window_end) if hit.window_start is not None else (0, min(len(text), 2 * CONTEXT))
     left, right = max(0, start - CONTEXT), min(len(text), end + CONTEXT)
-    out = Text(f"[{hit.id}] ", style="dim")
+    out = literal(f"[{hit.id}] ", style="dim")
     out.append(f"p={hit.probability:.2f} " + (f"window={hit.window_score:.2f} " if hit.window_score is not None else ""),
                style="dim")
-    out.append(("…" if left else "") + text[left:start], style="")
+    out.append(("…" if left else "") + printable(text[left:start]), style="")
     if hit.window_start is not None:  # «» keep the highlight visible where colour is not (logs, pipes)
-        out.append("«" + text[start:end] + "»", style="bold yellow")
+        out.append("«" + printable(text[start:end]) + "»", style="bold yellow")
     else:
-        out.append(text[start:end])
-    out.append(text[end:right] + ("…" if right < len(text) else ""))
+        out.append(printable(text[start:end]))
+    out.append(printable(text[end:right]) + ("…" if right < len(text) else ""))
     return out
 
 
 def _perspective(found: DiscoveredPerspective) -> RenderableType:
     colour = "green" if found.stance == "support" else "red"
-    parts: list[RenderableType] = [Text(found.text, style="bold"),
-                                   Text(f"relevance {found.relevance:.2f} · {found.stance} "
-                                        f"confidence {found.stance_confidence:.0%} · id {found.id}", style="dim")]
+    parts: list[RenderableType] = [literal(found.text, style="bold"),
+                                   literal(f"relevance {found.relevance:.2f} · {found.stance} "
+                                           f"confidence {found.stance_confidence:.0%} · id {found.id}", style="dim")]
     others = found.phrasings[1:]
     if others:
-        parts.append(Text("also: " + " | ".join(p.text for p in others), style="italic"))
+        parts.append(literal("also: " + " | ".join(p.text for p in others), style="italic"))
     parts += [_evidence(hit) for hit in found.evidence[:SHOWN_EVIDENCE]]
     if len(found.evidence) > SHOWN_EVIDENCE:
         parts.append(Text(f"+{len(found.evidence) - SHOWN_EVIDENCE} more paragraphs (see --json)", style="dim"))
@@ -61,7 +68,7 @@ def _perspective(found: DiscoveredPerspective) -> RenderableType:
 def debate(result: Discovery) -> Table:
     """The two sides of the claim as one table: supporting left, undermining right."""
     title = f"“{result.claim}” · {len(result.perspectives)} perspectives · {result.system} models"
-    table = Table(title=title, expand=True, show_lines=False, box=None, padding=(0, 1))
+    table = Table(title=literal(title, style="table.title"), expand=True, show_lines=False, box=None, padding=(0, 1))
     table.add_column(f"supporting ({len(result.supporting)})", style="green", ratio=1)
     table.add_column(f"undermining ({len(result.undermining)})", style="red", ratio=1)
     for left, right in zip_longest(result.supporting, result.undermining):
@@ -85,6 +92,6 @@ def explain(result: Discovery) -> Iterable[RenderableType]:
     for column in ("id", "model", "cosine", "score", "kept"):
         candidates.add_column(column, justify="right")
     for row in rows[:EXPLAINED]:
-        candidates.add_row(str(row["id"]), f"{row['model']:.3f}", f"{row['cosine']:.3f}", f"{row['score']:.3f}",
+        candidates.add_row(literal(row["id"]), f"{row['model']:.3f}", f"{row['cosine']:.3f}", f"{row['score']:.3f}",
                            "✓" if row["kept"] else "")
     yield candidates

@@ -26,8 +26,9 @@ from __future__ import annotations
 import threading
 import time
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ from perspectrum.results import (
 from perspectrum.scorers import Scorers, tuned_settings
 from perspectrum.search import HybridSearcher
 from perspectrum.stages import EVIDENCE_STAGES, ORDER, ClaimState, Context, Stage, configure
+from perspectrum.text import encodable
 
 __all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery", "EvidenceHit", "Phrasing",
            "Pipeline", "PipelineConfig", "check_claim", "own_store"]
@@ -70,6 +72,9 @@ def check_claim(claim: Any) -> str:
         raise ClaimError("the claim is empty")
     if len(text) > MAX_CLAIM_CHARS:
         raise ClaimError(f"the claim is {len(text):,} characters long; the limit is {MAX_CLAIM_CHARS:,}")
+    if not encodable(text):
+        raise ClaimError("the claim holds a character that is not valid Unicode "
+                         "(a byte that is not UTF-8 in the command line or file?)")
     if any(unicodedata.category(ch) == "Cc" and not ch.isspace() for ch in text):
         raise ClaimError("the claim contains control characters; is it binary data?")
     if not any(ch.isalpha() for ch in text):
@@ -308,12 +313,10 @@ class Pipeline:
         Results are in input order. Every claim is checked before any work starts, so
         one bad claim fails the call without wasting the others' time.
         """
-        if isinstance(claims, str):
-            raise ClaimError("discover_many takes a list of claims, not one string")
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise PerspectrumError("batch_size must be a whole number, at least 1")
-        if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 1):
-            raise PerspectrumError(f"top must be a whole number, at least 1, not {top!r}")
+        if isinstance(claims, str) or not isinstance(claims, Iterable):
+            raise ClaimError(f"discover_many takes a list of claims, not {type(claims).__name__}")
+        batch_size = _whole("batch_size", batch_size)
+        top = None if top is None else _whole("top", top)
         texts = [check_claim(c) for c in claims]
         out: list[Discovery] = []
         for start in range(0, len(texts), batch_size):
@@ -371,6 +374,14 @@ class Pipeline:
                      "pairs": state.pairs}
         return Discovery(state.claim, ready.context.scorers.kind, tuple(found[:top] if top else found), timings,
                          trace, state.notice)
+
+
+def _whole(name: str, value: Any) -> int:
+    """``value`` as an int, or a one-line error: a float, a bool or a string here would
+    otherwise fail (or, as ``top=True``, quietly mean 1) only once the models are loaded."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise PerspectrumError(f"{name} must be a whole number, at least 1, not {value!r}")
+    return int(value)
 
 
 def own_store(index_dir: str | Path, perspectives: Pool, evidence: Pool) -> IndexStore:

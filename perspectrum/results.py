@@ -7,11 +7,17 @@ benchmark) can read results without importing the pipeline's machinery.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
 #: Version of :meth:`Discovery.to_dict`'s layout; bumped on any incompatible change.
 SCHEMA_VERSION = 1
+#: What :meth:`Discovery.to_json` writes as ``\uXXXX`` beyond what ``json.dumps`` escapes
+#: (C0 controls, quote, backslash): DEL and the C1 controls (U+009B starts an escape
+#: sequence on many terminals), U+2028/U+2029 (line breaks to JavaScript and many
+#: viewers) and lone surrogates (which cannot be encoded for output at all).
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,11 @@ class Discovery:
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        """:meth:`to_dict` as JSON that is safe to print: other scripts stay readable,
+        while every character a terminal would act on is escaped (see :data:`_UNSAFE_IN_JSON`;
+        outside strings JSON is plain ASCII, so only string contents change)."""
+        text = json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        return _UNSAFE_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def confidence(p: float, threshold: float) -> float:

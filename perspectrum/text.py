@@ -2,11 +2,13 @@
 
 Sentence boundaries come from pysbd (Sadvilkar & Neumann, 2020; rule-based, pure
 Python, no model download), which handles abbreviations, decimals and quotes that a
-regex on ". " gets wrong.
+regex on ". " gets wrong. Its time grows with about the square of a text's length, so a
+paragraph longer than :data:`MAX_SPLIT_CHARS` is split a piece at a time.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from functools import lru_cache
@@ -20,6 +22,20 @@ _MADE_MAX = 16384
 
 #: Sentences per window, as in the paper's evidence verification.
 WINDOW = 3
+#: Longest text pysbd reads in one piece, in characters. Its time grows with about the
+#: square of the length (it looks for every sentence it found from the start of the
+#: text again; on 2 cores: 25 KB 0.8 s, 100 KB 6 s, 200 KB 23.5 s), so one long
+#: paragraph in an own pool (a whole document pasted as one record) could hold up
+#: indexing or a discover call for minutes. A longer paragraph is cut into pieces of at
+#: most this many characters (see :func:`_pieces`), each split apart: 200 KB then takes
+#: about 2 s, 10 µs a character, most of it pysbd's linear cost. PERSPECTRUM's longest
+#: evidence paragraph is 11,903 characters (eId 7648), so its splits are unchanged.
+MAX_SPLIT_CHARS = 12_000
+#: Where a piece may end, in order of preference: a paragraph break, a sentence end
+#: (``.``, ``!`` or ``?``, closing quotes or brackets, a space), any space. Each is
+#: looked for in the second half of a piece, so no piece is cut short.
+_CUTS = (re.compile(r"\n\s*\n"), re.compile(r"[.!?][\"'”’)\]]*\s"), re.compile(r"\s"))
+_told_cut = False
 
 
 @lru_cache(maxsize=1)
@@ -36,13 +52,65 @@ def remember(splits: dict[str, tuple[str, ...]]) -> None:
     _known.update(splits)
 
 
+def encodable(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8. It cannot when it holds a lone surrogate,
+    which is what Python makes of a byte that is not UTF-8 in a command line, and what a
+    JSON escape such as ``"\\udcff"`` reads as; tokenizers, index files and terminals
+    each fail on such text later with a traceback of their own."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` cut into consecutive pieces of at most :data:`MAX_SPLIT_CHARS` characters,
+    each ending at the best cut of :data:`_CUTS` in its second half (mid-word only when
+    that half has no space at all). The pieces join back into ``text``."""
+    pieces = []
+    start = 0
+    while len(text) - start > MAX_SPLIT_CHARS:
+        end = start + MAX_SPLIT_CHARS
+        for pattern in _CUTS:
+            cuts = [found.end() for found in pattern.finditer(text, start + MAX_SPLIT_CHARS // 2, end)]
+            if cuts:
+                end = cuts[-1]
+                break
+        pieces.append(text[start:end])
+        start = end
+    return [*pieces, text[start:]]
+
+
+def _tell_cut(length: int) -> None:
+    """Say once per process that a paragraph was split in pieces (its sentences may differ
+    at a cut from what one pass would find)."""
+    global _told_cut
+    with _lock:
+        if _told_cut:
+            return
+        _told_cut = True
+    from perspectrum._progress import say
+
+    say(f"a paragraph of {length:,} characters is longer than the sentence splitter reads at once "
+        f"({MAX_SPLIT_CHARS:,}): splitting it, and any other such paragraph, a piece at a time")
+
+
 @lru_cache(maxsize=16384)
 def sentences(text: str) -> tuple[str, ...]:
-    """The paragraph's sentences, stripped, empty ones dropped (cached: pools repeat)."""
+    """The paragraph's sentences, stripped, empty ones dropped (cached: pools repeat).
+
+    A paragraph over :data:`MAX_SPLIT_CHARS` is split a piece at a time (see there).
+    """
     if text in _known:
         return _known[text]
-    with _lock:  # pysbd keeps per-call state on the segmenter
-        found = _segmenter().segment(text)  # type: ignore[attr-defined]
+    pieces = _pieces(text)
+    if len(pieces) > 1:
+        _tell_cut(len(text))
+    found: list[str] = []
+    for piece in pieces:
+        with _lock:  # pysbd keeps per-call state on the segmenter
+            found += _segmenter().segment(piece)  # type: ignore[attr-defined]
     return tuple(s.strip() for s in found if s.strip())
 
 
