@@ -1,14 +1,55 @@
-"""Atomic file writes: a result file is either the old one or the complete new one."""
+"""Crash-safe, concurrent-safe writes of files and folders.
+
+- A file is written to a temporary name beside it and renamed over it: readers see the
+  old complete file or the new one.
+- A folder (an index, a model, the light heads) is a symbolic link to a hidden version
+  folder beside it, ``.<name>.v-<token>``. A new version is written in full, then the link
+  is replaced by one rename, which is atomic on POSIX: a reader that follows the link,
+  and a crash at any instant, find the old complete folder or the new one, never none.
+  The superseded version is removed after the swap.
+- Writers of one folder are serialised by a file lock (``filelock``) on ``.<name>.lock``;
+  each writer first tidies what a crashed one left (unfinished versions, old temporary
+  folders) and restores a folder moved aside by an interrupted swap from older versions.
+- Everything is created with the user's umask, as ``open`` and ``mkdir`` do.
+
+Write failures (read-only folder, full disk, file-size limit) become one-line
+:class:`~perspectrum.errors.PerspectrumError` messages, and the previous version stays.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from perspectrum._progress import say
+from perspectrum.errors import PerspectrumError
+
+#: Seconds a writer waits for another writer's lock before saying that it waits.
+LOCK_NOTICE_SECONDS = 2.0
+#: Called with a step's name between the steps of :func:`atomic_folder`; tests set it to
+#: kill the process at a chosen step and check that nothing is lost.
+fault_hook: Callable[[str], None] | None = None
+
+
+def _step(name: str) -> None:
+    if fault_hook is not None:
+        fault_hook(name)
+
+
+def cannot_write(target: Path, exc: OSError) -> PerspectrumError:
+    """The one-line error for a write that failed (read-only, full disk, too large)."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return PerspectrumError(f"cannot write {target}: {reason}")
+
+
+def _token() -> str:
+    return secrets.token_hex(6)
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
@@ -18,13 +59,14 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     truncated JSON or PNG where a good one was.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = target.parent / f".{target.name}.{_token()}{target.suffix}"
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # 0o666 less the umask
         write(tmp)
         os.replace(tmp, target)
+    except OSError as exc:
+        raise cannot_write(target, exc) from None
     finally:
         tmp.unlink(missing_ok=True)
     return target
@@ -36,25 +78,115 @@ def write_json(path: str | Path, data: Any) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def atomic_folder(final: str | Path, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp)`` on a fresh folder beside ``final``, then swap it in by renames.
+@contextmanager
+def folder_lock(final: str | Path) -> Iterator[None]:
+    """Hold the writers' lock of ``final`` (re-entrant within a thread), saying when it waits."""
+    from filelock import FileLock, Timeout
 
-    Readers (and a crash at any point) see the old complete folder or the new complete
-    one, never a half-written index or model; the old folder is removed last.
+    final = Path(final)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(final.parent / f".{final.name}.lock", is_singleton=True)
+        try:
+            lock.acquire(timeout=LOCK_NOTICE_SECONDS)
+        except Timeout:
+            say(f"waiting for another process writing {final}")
+            lock.acquire()
+    except OSError as exc:
+        raise cannot_write(final, exc) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def current(final: str | Path) -> Path | None:
+    """The real folder readers of ``final`` should read now, or ``None`` when there is none.
+
+    Resolve once and read every file through the answer, so a swap in the middle cannot
+    mix two versions. A folder left moved aside by an interrupted swap of an older
+    version (``.<name>.old-*``) is still found.
     """
     final = Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    if final.is_dir():
+        return final.resolve()
+    if final.is_symlink():  # dangling: nothing to read
+        return None
+    moved = sorted(final.parent.glob(f".{final.name}.old-*")) if final.parent.is_dir() else []
+    return moved[-1] if moved else None
+
+
+def _tidy(final: Path) -> None:
+    """Remove what crashed writers left beside ``final`` and restore a folder moved aside;
+    call with the lock held."""
+    if not final.exists() and not final.is_symlink():
+        moved = sorted(final.parent.glob(f".{final.name}.old-*"))
+        if moved:
+            moved[-1].rename(final)
+    live = final.resolve() if final.is_symlink() else None
+    for pattern in (f".{final.name}.v-*", f".{final.name}.tmp-*", f".{final.name}.old-*", f".{final.name}.link-*"):
+        for left in final.parent.glob(pattern):
+            if left == live:
+                continue
+            if left.is_dir() and not left.is_symlink():
+                shutil.rmtree(left, ignore_errors=True)
+            else:
+                left.unlink(missing_ok=True)
+
+
+def tidy(final: str | Path) -> None:
+    """Clean up after crashed writers of ``final`` if no writer holds it now; a reader's
+    courtesy, so it never waits and never fails (a read-only folder is left as it is)."""
+    from filelock import FileLock, Timeout
+
+    final = Path(final)
+    if not final.parent.is_dir():
+        return
     try:
-        write(tmp)
-        old = None
-        if final.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
-            old.rmdir()
-            final.rename(old)
-        tmp.rename(final)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        lock = FileLock(final.parent / f".{final.name}.lock", is_singleton=True)
+        lock.acquire(timeout=0)
+    except (OSError, Timeout):
+        return
+    try:
+        _tidy(final)
+    except OSError:
+        pass
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        lock.release()
+
+
+def atomic_folder(final: str | Path, write: Callable[[Path], None]) -> Path:
+    """Call ``write(folder)`` on a fresh version folder beside ``final``, then point
+    ``final`` at it by one atomic rename; the superseded version is removed last.
+
+    Readers (and a crash at any point) see the old complete folder or the new complete
+    one. A real folder at ``final`` (written by an older version of perspectrum) is
+    moved aside first; a crash in that step is repaired by the next writer or reader.
+    """
+    final = Path(final)
+    with folder_lock(final):
+        version = final.parent / f".{final.name}.v-{_token()}"
+        link = final.parent / f".{final.name}.link-{_token()}"
+        swapped = False
+        try:
+            _tidy(final)
+            version.mkdir()
+            _step("write")
+            write(version)
+            _step("written")
+            os.symlink(version.name, link)
+            if final.is_dir() and not final.is_symlink():
+                final.rename(final.parent / f".{final.name}.old-{_token()}")
+                _step("moved aside")
+            os.replace(link, final)
+            swapped = True
+            _step("swapped")
+            _tidy(final)  # the superseded version and anything moved aside
+        except BaseException as exc:
+            if not swapped:
+                shutil.rmtree(version, ignore_errors=True)
+                link.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise cannot_write(final, exc) from None
+            raise
     return final

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from perspectrum import traced
+from perspectrum import integrity, traced
 from perspectrum._progress import progress
 from perspectrum.encoder import default_encoder_path, transformers_classes
 from perspectrum.errors import PerspectrumError
@@ -33,6 +33,9 @@ from perspectrum.errors import PerspectrumError
 #: The file beside the Hugging Face weights that holds what perspectrum needs to use
 #: the model: task, input length, tuned thresholds, training facts and metrics.
 META_FILE = "perspectrum.json"
+#: The files of a model folder read at every start (the weights are read only to make
+#: or replace the traced copy).
+READ = ("config.json", "tokenizer.json", "tokenizer_config.json")
 #: BERT's separator, written literally: the tokenizer maps it to the special token,
 #: which is how three texts (claim, p1, p2) share one two-segment input.
 SEP = "[SEP]"
@@ -235,7 +238,10 @@ class CrossEncoderModel:
 
         ``quantize`` is honoured only where the model's meta allows it (``"quantize":
         false`` marks a model whose accuracy int8 would cost). The first load makes the
-        traced copy that later loads use.
+        traced copy that later loads use. Every file read is first checked against the
+        SHA-256 recorded in ``perspectrum.json`` when the folder was written (see
+        :mod:`perspectrum.integrity`); weights are read only as ``safetensors``, never
+        from a pickled ``pytorch_model.bin``.
         """
         folder = Path(folder)
         meta_path = folder / META_FILE
@@ -243,26 +249,29 @@ class CrossEncoderModel:
             raise PerspectrumError(f"no trained model in {folder} (train it with `perspectrum train`)")
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            files = integrity.sealed(folder, meta, META_FILE, READ)
+            integrity.check(folder, files, READ)  # read at every start; the weights (below) only without a copy
             config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
             max_length = int(meta["params"]["max_length"])
         except json.JSONDecodeError as exc:
             raise PerspectrumError(f"{folder} has a file that is not valid JSON ({exc.msg})") from None
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             raise PerspectrumError(f"{meta_path} has no params.max_length: retrain the model") from None
         quantize = quantize and meta.get("quantize", True)
-        copy = traced.load(folder, quantize)
+        copy = traced.load(folder, quantize, files)
         if copy is not None:
             tokens = traced.Tokens.from_folder(folder, max_length, traced.token_types(config))
             return cls(None, None, meta, quantize, copy=copy, tokens=tokens)
+        integrity.check(folder, files)
         AutoModelForSequenceClassification, AutoTokenizer = transformers_classes(
             "AutoModelForSequenceClassification", "AutoTokenizer")
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(folder))
-            model = AutoModelForSequenceClassification.from_pretrained(str(folder)).eval()
+            model = AutoModelForSequenceClassification.from_pretrained(str(folder), use_safetensors=True).eval()
         except (OSError, ValueError) as exc:
             raise PerspectrumError(f"cannot load the model in {folder}: {exc}".splitlines()[0]) from None
         loaded = cls(model, tokenizer, meta, quantize)
-        copy = traced.trace(folder, quantize, loaded.model, loaded.tokens, "logits", pairs=True)
+        copy = traced.trace(folder, quantize, files, loaded.model, loaded.tokens, "logits", pairs=True)
         if copy is None:
             return loaded
         return cls(model, tokenizer, meta, quantize, copy=copy, tokens=loaded.tokens)

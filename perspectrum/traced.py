@@ -10,10 +10,14 @@ the ``tokenizers`` library directly with the settings transformers would use.
 
 The first load of a model pays for transformers once and writes its copy to the cache
 (``$PERSPECTRUM_CACHE``, default ``~/.cache/perspectrum``). A copy is found again by a key
-made of the model folder, its files' names, sizes and modification times, the torch
-version and the int8 flag: retraining a model (new files) or upgrading torch makes a
-new copy, and the superseded one for the same folder is deleted. Anything that fails
-(tracing, a mismatch, an unreadable copy) falls back to the transformers model.
+made of the model folder, the SHA-256 of its files as recorded when they were written
+(their names, sizes and modification times for a folder without such a record), the
+torch version and the int8 flag: retraining a model (new files) or upgrading torch makes
+a new copy, and the superseded one for the same folder is deleted. Each copy's own
+SHA-256 is kept beside it (``<copy>.json``) and checked, while torch reads the copy, before
+it is used: a damaged copy is deleted and made again from the model, which compares the
+new copy's scores with its own once more. Anything that fails (tracing, a mismatch, an
+unreadable copy) falls back to the transformers model.
 
 TorchScript is deprecated in favour of ``torch.export``, but reading an exported program
 imports another ~1 s of torch (sympy, dynamo), half of what this saves. torch is pinned,
@@ -26,11 +30,12 @@ import hashlib
 import json
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from perspectrum._io import atomic_write
+from perspectrum import integrity
+from perspectrum._io import atomic_write, write_json
 from perspectrum._progress import say
 
 #: Bumped when what a cached copy holds changes, so old copies are not reused.
@@ -109,17 +114,29 @@ class Tokens:
         return out
 
 
-def _key(folder: Path, quantize: bool) -> Path:
-    """Where the copy of ``folder``'s model lives; see the module docstring for the key."""
-    import torch
+def _key(folder: Path, quantize: bool, files: Mapping[str, str] | None) -> Path:
+    """Where the copy of ``folder``'s model lives; see the module docstring for the key.
 
-    folder = folder.resolve()
-    content = hashlib.sha256(f"{FORMAT}:{torch.__version__}:{quantize}".encode())
-    for file in sorted(p for p in folder.iterdir() if p.is_file()):
-        stat = file.stat()
-        content.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    folder_part = hashlib.sha256(str(folder).encode()).hexdigest()[:12]
+    ``folder`` is taken as named, not resolved: a model folder is a link to its current
+    version (:func:`perspectrum._io.atomic_folder`), and its copies share one prefix so
+    a new version's copy replaces the old one's.
+    """
+    from importlib.metadata import version
+
+    content = hashlib.sha256(f"{FORMAT}:{version('torch')}:{quantize}".encode())
+    if files is not None:
+        content.update(json.dumps(sorted(files.items())).encode())
+    else:
+        for file in sorted(p for p in folder.resolve().iterdir() if p.is_file()):
+            stat = file.stat()
+            content.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    folder_part = hashlib.sha256(str(folder.absolute()).encode()).hexdigest()[:12]
     return cache_dir() / f"{folder_part}-{content.hexdigest()[:12]}.pt"
+
+
+def _sum_file(path: Path) -> Path:
+    """Where the SHA-256 of the copy at ``path`` is kept."""
+    return path.with_suffix(".json")
 
 
 def _quiet_jit_load(path: Path) -> Any:
@@ -139,16 +156,33 @@ def _quiet_jit_load(path: Path) -> Any:
         return torch.jit.load(str(path)).eval()
 
 
-def load(folder: Path, quantize: bool) -> Any | None:
-    """The cached copy of the model in ``folder``, or ``None`` if there is none (or it
-    cannot be read, e.g. a file damaged on disk)."""
-    path = _key(folder, quantize)
+def load(folder: Path, quantize: bool, files: Mapping[str, str] | None) -> Any | None:
+    """The cached copy of the model in ``folder`` (whose files have the recorded sums
+    ``files``, if known), or ``None`` if there is none, it has no recorded sum, or it
+    cannot be read or does not match its sum (it is then deleted, to be made again).
+
+    The copy is hashed on a second thread while torch reads it, so checking a 440 MB
+    copy costs little more than reading it.
+    """
+    path = _key(folder, quantize, files)
+    try:
+        expected = json.loads(_sum_file(path).read_text(encoding="utf-8"))["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
     if not path.is_file():
         return None
     try:
-        return _quiet_jit_load(path)
+        digest = integrity.Pending(path)
+        copy = _quiet_jit_load(path)
+        sound = digest.result() == expected
     except Exception:  # noqa: BLE001 - a bad cache entry must never stop scoring
+        copy, sound = None, False
+    if copy is None or not sound:
+        say(f"the traced copy {path} of {folder} is damaged: making it again")
+        path.unlink(missing_ok=True)
+        _sum_file(path).unlink(missing_ok=True)
         return None
+    return copy
 
 
 def forward(copy: Any, model: Any, output: str) -> Callable[[dict[str, Any]], Any]:
@@ -159,7 +193,7 @@ def forward(copy: Any, model: Any, output: str) -> Callable[[dict[str, Any]], An
     return lambda encoded: getattr(model(**encoded), output)
 
 
-def trace(folder: Path, quantize: bool, model: Any, tokens: Tokens, output: str,
+def trace(folder: Path, quantize: bool, files: Mapping[str, str] | None, model: Any, tokens: Tokens, output: str,
           pairs: bool) -> Any | None:
     """Trace ``model`` (as it runs: int8 if quantised) into a copy, check it against the
     model, cache it and return it as read back from disk; ``None`` if any step fails or
@@ -188,7 +222,7 @@ def trace(folder: Path, quantize: bool, model: Any, tokens: Tokens, output: str,
             [f"{a} {b}" for a, b in texts])
         return tuple(encoded[name] for name in names)
 
-    path = _key(folder, quantize)
+    path = _key(folder, quantize, files)
     global _announced
     if not _announced:
         say(f"making traced copies of the models in {cache_dir()} for fast starts (once per model, seconds each)")
@@ -203,10 +237,11 @@ def trace(folder: Path, quantize: bool, model: Any, tokens: Tokens, output: str,
             check = inputs(_CHECK_TEXTS)
             if float((copy(*check) - wrapper(*check)).abs().max()) > TOLERANCE:
                 raise ValueError("the traced copy disagrees with the model")
+            write_json(_sum_file(path), {"sha256": integrity.sha256_file(path), "model": str(folder.absolute())})
     except Exception:  # noqa: BLE001 - the transformers model still works
         path.unlink(missing_ok=True)
         return None
-    for old in path.parent.glob(f"{path.name.split('-')[0]}-*.pt"):
-        if old != path:
+    for old in path.parent.glob(f"{path.name.split('-')[0]}-*"):
+        if old.stem != path.stem:
             old.unlink(missing_ok=True)
     return copy

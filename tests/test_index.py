@@ -48,11 +48,14 @@ def test_store_builds_then_reuses(tmp_path: Path, pool: Pool) -> None:
     assert store.check(pool, "bm25") is None
     meta = json.loads((tmp_path / "idx" / "perspectives" / "bm25" / "meta.json").read_text())
     assert meta["count"] == len(pool) and meta["settings"]["k1"] == 0.9
-    assert (tmp_path / "idx" / "perspectives" / "bm25" / "docids.txt").read_text().splitlines()[1] == "1"
+    assert (tmp_path / "idx" / "perspectives" / "bm25" / "docids.jsonl").read_text().splitlines()[:2] == ["1", "2"]
     loaded = store.open(pool, "bm25", build_missing=False)
     assert loaded.search("cars pollute", 3) == built.search("cars pollute", 3)
-    # nothing temporary is left beside the index
-    assert sorted(p.name for p in (tmp_path / "idx" / "perspectives").iterdir()) == ["bm25"]
+    # beside the index: the link, the one version it points at, and the writers' lock; nothing temporary
+    store.build(pool, "bm25")
+    names = sorted(p.name for p in (tmp_path / "idx" / "perspectives").iterdir())
+    assert names[0] == ".bm25.lock" and names[1].startswith(".bm25.v-") and names[2:] == ["bm25"]
+    assert (tmp_path / "idx" / "perspectives" / "bm25").resolve().name == names[1]
 
 
 def test_changed_pool_makes_the_index_stale(tmp_path: Path, pool: Pool) -> None:
@@ -78,7 +81,8 @@ def test_corrupt_and_half_written_indexes_are_detected(tmp_path: Path, pool: Poo
     folder = tmp_path / "perspectives" / "bm25"
     vocab = folder / "vocab.index.json"
     vocab.write_text(vocab.read_text()[:10])
-    assert "corrupt (vocab.index.json" in store.check(pool, "bm25")
+    problem = store.check(pool, "bm25")
+    assert "corrupt" in problem and "vocab.index.json" in problem
     (folder / "meta.json").unlink()
     assert "incomplete" in store.check(pool, "bm25")
     store.open(pool, "bm25", build_missing=True)

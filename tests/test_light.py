@@ -18,7 +18,7 @@ import pytest
 from perspectrum.data import Dataset, Pool, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.index import IndexStore
-from perspectrum.light import HEADS_FILE, META_FILE, SETTING_KEYS, LightScorers
+from perspectrum.light import HEADS_FILE, META_FILE, SETTING_KEYS, LightScorers, StaleHeads
 from perspectrum.light_training import train_light
 from perspectrum.ranker import Debate
 from perspectrum.scorers import STAGES
@@ -137,16 +137,17 @@ def test_missing_or_corrupt_heads_are_one_clear_error(setup, tmp_path):
     with pytest.raises(PerspectrumError, match="no light heads"):
         LightScorers.load(tmp_path / "nowhere", store, evidence)
     broken = shutil.copytree(folder, tmp_path / "broken")
-    (broken / HEADS_FILE).write_bytes(b"not a pickle")
-    with pytest.raises(PerspectrumError, match="corrupt"):
+    (broken / HEADS_FILE).write_bytes(b"not an array file")
+    with pytest.raises(StaleHeads, match="damaged"):  # the pipeline fits them again
         LightScorers.load(broken, store, evidence)
     truncated = shutil.copytree(folder, tmp_path / "truncated")
     (truncated / META_FILE).write_text('{"kind": "light", "settings": {', encoding="utf-8")
-    with pytest.raises(PerspectrumError, match="corrupt"):
+    with pytest.raises(StaleHeads, match="damaged"):
         LightScorers.load(truncated, store, evidence)
-    (truncated / HEADS_FILE).unlink()
-    with pytest.raises(PerspectrumError, match="no light heads"):
-        LightScorers.load(truncated, store, evidence)
+    missing = shutil.copytree(folder, tmp_path / "missing")
+    (missing / HEADS_FILE).unlink()
+    with pytest.raises(StaleHeads, match="damaged"):
+        LightScorers.load(missing, store, evidence)
 
 
 def _relabel(dataset: Dataset, split: str) -> Dataset:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perspectrum import traced
+from perspectrum import integrity, traced
 from perspectrum.crossencoder import META_FILE, CrossEncoderModel, TrainParams
 from perspectrum.encoder import default_encoder_path, transformers_classes
 
@@ -44,6 +44,11 @@ def eager_scores(folder: Path) -> np.ndarray:
     meta = json.loads((folder / META_FILE).read_text())
     return CrossEncoderModel(AutoModel.from_pretrained(str(folder)).eval(), AutoTokenizer.from_pretrained(str(folder)),
                              meta).score(PAIRS)
+
+
+def recorded(folder: Path) -> dict[str, str]:
+    """The sums the folder's perspectrum.json records (written on its first load)."""
+    return json.loads((folder / META_FILE).read_text())["files"]
 
 
 def copies() -> list[Path]:
@@ -98,12 +103,13 @@ def test_a_process_with_a_copy_never_imports_transformers(model_dir, empty_cache
     assert "making traced copies" not in run.stderr  # the copy was there: nothing to announce
 
 
-def test_damaged_copy_is_ignored_and_made_again(model_dir, empty_cache) -> None:
+def test_damaged_copy_is_ignored_and_made_again(model_dir, empty_cache, capsys) -> None:
     expected = CrossEncoderModel.load(model_dir).score(PAIRS)
     copies()[0].write_bytes(b"not a TorchScript file")
     model = CrossEncoderModel.load(model_dir)
     assert np.abs(model.score(PAIRS) - expected).max() < 1e-6
-    assert traced.load(model_dir, quantize=True) is not None  # the cache holds a good copy again
+    assert "damaged" in capsys.readouterr().err
+    assert traced.load(model_dir, True, recorded(model_dir)) is not None  # the cache holds a good copy again
 
 
 def test_changed_model_gets_a_new_copy_and_the_old_one_goes(model_dir, empty_cache, tmp_path) -> None:
@@ -113,11 +119,19 @@ def test_changed_model_gets_a_new_copy_and_the_old_one_goes(model_dir, empty_cac
     shutil.copytree(model_dir, folder)
     CrossEncoderModel.load(folder)
     old = copies()
+    # retuned thresholds alone (perspectrum.json) keep the copy: the files it is made from did not change
     meta = json.loads((folder / META_FILE).read_text())
     (folder / META_FILE).write_text(json.dumps({**meta, "note": "retuned"}) + "\n")
-    os.utime(folder / META_FILE, ns=(1, 1))  # a different size and time, whatever the clock does
+    CrossEncoderModel.load(folder)
+    assert copies() == old
+    # a new model (other recorded sums) gets a new copy, and the old one goes with its sum file
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "note": "retrained"}))
+    meta["files"] = integrity.record(folder, skip=(META_FILE, "README.md"))
+    (folder / META_FILE).write_text(json.dumps(meta) + "\n")
     CrossEncoderModel.load(folder)
     assert len(old) == 1 and len(copies()) == 1 and copies() != old
+    assert sorted(p.stem for p in traced.cache_dir().iterdir()) == [copies()[0].stem] * 2  # copy and its sum
 
 
 def test_copy_that_disagrees_is_not_kept(model_dir, empty_cache, monkeypatch) -> None:
