@@ -153,7 +153,7 @@ def fine_tune(
     base = Path(base) if base is not None else default_encoder_path()
     _seed_everything(params.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
-    model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1)
+    model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1, use_safetensors=True)
     model.train()
     _freeze(model, params.frozen_layers)
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]

@@ -199,7 +199,8 @@ class Encoder:
                     transformers_classes()  # offline and quiet first
                     from sentence_transformers import SentenceTransformer
 
-                    self._model = SentenceTransformer(str(self.path), device="cpu")
+                    self._model = SentenceTransformer(str(self.path), device="cpu",
+                                                      model_kwargs={"use_safetensors": True})
             return self._model
 
     @property
