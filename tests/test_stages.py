@@ -219,6 +219,9 @@ def test_stage_settings_are_checked_by_name_and_type() -> None:
         configure(Stance, {"treshold": 0.7})
     with pytest.raises(PerspectrumError, match="threshold must be float"):
         configure(Stance, {"threshold": "high"})
+    for endless in (float("nan"), float("inf")):  # NaN would pass every cut, silently
+        with pytest.raises(PerspectrumError, match="threshold must be float"):
+            configure(Stance, {"threshold": endless})
     with pytest.raises(PerspectrumError, match="unknown stage"):
         perspectrum.PipelineConfig(overrides={"equivalence": {}})
     with pytest.raises(PerspectrumError, match="whole numbers"):

@@ -9,6 +9,8 @@ fields of :class:`ClaimState`, never through positions in tuples.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -104,7 +106,8 @@ def configure(stage: type[S], settings: Mapping[str, Any]) -> S:
     for key, value in settings.items():
         kind = known[key].type
         wanted = {"int": int, "float": (int, float), "bool": bool}.get(kind if isinstance(kind, str) else "")
-        if wanted is not None and (not isinstance(value, wanted) or (isinstance(value, bool) and kind != "bool")):
+        if wanted is not None and (not isinstance(value, wanted) or (isinstance(value, bool) and kind != "bool")
+                                   or (kind == "float" and not math.isfinite(value))):  # NaN passes every cut
             raise PerspectrumError(f"the {name} stage's setting {key} must be {kind}, not {value!r}")
         values[key] = float(value) if kind == "float" else value
     return stage(**values)  # type: ignore[call-arg]
