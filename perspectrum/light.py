@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from perspectrum import integrity
+from perspectrum._io import tidy
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.index import IndexStore
@@ -238,6 +239,7 @@ class LightScorers:
         stale and fitted again, never read.
         """
         folder = Path(folder)
+        tidy(folder)  # what an interrupted fit left beside it
         if not (folder / META_FILE).is_file():
             raise PerspectrumError(f"no light heads in {folder} ({META_FILE} is missing)")
         try:

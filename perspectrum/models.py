@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from perspectrum import integrity
-from perspectrum._io import atomic_folder, atomic_write, write_json
+from perspectrum._io import atomic_folder, atomic_write, tidy, write_json
 from perspectrum.bases import PACKAGES
 from perspectrum.crossencoder import META_FILE, CrossEncoderModel
 from perspectrum.errors import PerspectrumError
@@ -186,8 +186,10 @@ def load_ranker(models_dir: str | Path) -> EvidenceRanker:
 
 
 def load_task(models_dir: str | Path, task: str, quantize: bool = True) -> list[CrossEncoderModel]:
-    """Every member of ``models_dir/task``; the first carries the task's meta."""
+    """Every member of ``models_dir/task``; the first carries the task's meta. What a crashed
+    training left beside the folder is removed on the way (if no training is writing it)."""
     folder = Path(models_dir) / task
+    tidy(folder)
     first = CrossEncoderModel.load(folder, quantize)
     if first.meta.get("task") != task:
         raise PerspectrumError(f"{folder} holds a {first.meta.get('task')!r} model, not {task!r}")

@@ -63,7 +63,8 @@ def leftovers(parent: Path, name: str) -> list[str]:
     """What sits beside ``name`` besides its link, the version it points at and its lock."""
     final = parent / name
     live = final.resolve().name if final.is_symlink() else None
-    return sorted(p.name for p in parent.iterdir() if p.name not in (name, live, f".{name}.lock"))
+    return sorted(p.name for p in parent.iterdir()
+                  if p.name.startswith(f".{name}.") and p.name not in (live, f".{name}.lock"))
 
 
 @pytest.fixture(scope="module")
@@ -187,6 +188,16 @@ def test_a_damaged_sentence_cache_is_split_again(tmp_path, dataset, capsys) -> N
 def models(trained_dir, tmp_path) -> Path:
     """A private copy of the quick-trained models (links copied as links)."""
     return Path(shutil.copytree(trained_dir[2], tmp_path / "models", symlinks=True))
+
+
+def test_what_a_crashed_training_left_goes_when_the_model_loads(models) -> None:
+    from perspectrum.models import load_task
+
+    (models / ".relevance.v-crashed").mkdir()
+    (models / ".relevance.v-crashed" / "model.safetensors").write_bytes(b"half")
+    (models / ".relevance.tmp-older").mkdir()  # an older version's temporary folder
+    load_task(models, "relevance")
+    assert leftovers(models, "relevance") == []
 
 
 def test_a_flipped_bit_in_a_model_folder_is_caught_or_harmless(models) -> None:
