@@ -19,9 +19,11 @@ _console = Console(stderr=True)
 #: where layout needs them), DEL, and C1 controls. ESC (U+001B) and CSI (U+009B) start
 #: sequences that can retitle the window, clear the screen or rewrite what was printed;
 #: lone surrogates (a byte that was not UTF-8, in a file name or a JSON escape) cannot
-#: be encoded for output at all, so they are shown escaped too.
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-_UNPRINTABLE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+#: be encoded for output at all, so they are shown escaped too; and the explicit
+#: bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069), which make a
+#: terminal show the text after them in another order than it is.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNPRINTABLE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: str, one_line: bool = False) -> str:

@@ -128,6 +128,9 @@ def test_printable_escapes_what_a_terminal_would_act_on() -> None:
     kept = "tab\tand\nnewline stay; é, 中, “quotes” too"
     assert printable(kept) == kept
     assert printable("one\nline\t", one_line=True) == "one\\nline\\t"
+    # bidi overrides would show what follows them reversed: "evil\u202etxt.exe" reads as "evilexe.txt"
+    assert printable("evil\u202etxt.exe \u2066x\u2069") == "evil\\u202etxt.exe \\u2066x\\u2069"
+    assert printable("שלום עולם, مرحبا") == "שלום עולם, مرحبا"  # right-to-left text itself is shown as it is
 
 
 def test_discover_display_shows_markup_and_escapes_literally() -> None:
