@@ -78,15 +78,23 @@ def write_json(path: str | Path, data: Any) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+def _writers_lock(final: Path) -> Any:
+    """The writers' lock of ``final``: one ``filelock`` object per path in a process, so
+    taking it again in the same thread is re-entrant rather than a deadlock."""
+    from filelock import FileLock
+
+    return FileLock(final.parent / f".{final.name}.lock", is_singleton=True)
+
+
 @contextmanager
 def folder_lock(final: str | Path) -> Iterator[None]:
     """Hold the writers' lock of ``final`` (re-entrant within a thread), saying when it waits."""
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
     final = Path(final)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(final.parent / f".{final.name}.lock", is_singleton=True)
+        lock = _writers_lock(final)
         try:
             lock.acquire(timeout=LOCK_NOTICE_SECONDS)
         except Timeout:
@@ -137,13 +145,13 @@ def _tidy(final: Path) -> None:
 def tidy(final: str | Path) -> None:
     """Clean up after crashed writers of ``final`` if no writer holds it now; a reader's
     courtesy, so it never waits and never fails (a read-only folder is left as it is)."""
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
     final = Path(final)
     if not final.parent.is_dir():
         return
     try:
-        lock = FileLock(final.parent / f".{final.name}.lock", is_singleton=True)
+        lock = _writers_lock(final)
         lock.acquire(timeout=0)
     except (OSError, Timeout):
         return

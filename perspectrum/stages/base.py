@@ -10,7 +10,6 @@ fields of :class:`ClaimState`, never through positions in tuples.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Protocol, TypeVar
