@@ -6,10 +6,10 @@ the models each carry a map of file name → SHA-256 (in their ``meta.json``,
 that made the files. A file read at run time is hashed and compared first, so a flipped
 bit or a swapped file is an error, a rebuild or a fallback, never a silent wrong answer.
 
-Why it stays cheap: SHA-256 runs at about 1.2 GB/s on one core here and releases the
-GIL, so the large files (the traced copies, hundreds of MB) are hashed on a second
-thread while the first reads them into torch (:class:`Pending`); and each file is
-hashed at most once per process unless it changes (:func:`sha256_file`).
+Why it stays cheap: hashlib's SHA-256 is fast and releases the GIL, so the large files
+(the traced copies, hundreds of MB) are hashed on a second thread while the first reads
+them into torch (:class:`Pending`); and each file is hashed at most once per process
+unless it changes (:func:`sha256_file`).
 
 What the sums protect against is damage and mix-ups (a disk error, a half-copied
 folder, a file from another model), not someone who can write to the folders: whoever

@@ -2,8 +2,8 @@
 
 Sentence boundaries come from pysbd (Sadvilkar & Neumann, 2020; rule-based, pure
 Python, no model download), which handles abbreviations, decimals and quotes that a
-regex on ". " gets wrong. Its time grows with about the square of a text's length, so a
-paragraph longer than :data:`MAX_SPLIT_CHARS` is split a piece at a time.
+regex on ". " gets wrong. On text that repeats itself its time grows with about the square
+of the length, so a paragraph longer than :data:`MAX_SPLIT_CHARS` is split a piece at a time.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ _MADE_MAX = 16384
 
 #: Sentences per window, as in the paper's evidence verification.
 WINDOW = 3
-#: Longest text pysbd reads in one piece, in characters. Its time grows with about the
-#: square of the length (it looks for every sentence it found from the start of the
-#: text again; on 2 cores: 25 KB 0.8 s, 100 KB 6 s, 200 KB 23.5 s), so one long
-#: paragraph in an own pool (a whole document pasted as one record) could hold up
-#: indexing or a discover call for minutes. A longer paragraph is cut into pieces of at
-#: most this many characters (see :func:`_pieces`), each split apart: 200 KB then takes
-#: about 2 s, 10 µs a character, most of it pysbd's linear cost. PERSPECTRUM's longest
-#: evidence paragraph is 11,903 characters (eId 7648), so its splits are unchanged.
+#: Longest text pysbd reads in one piece, in characters. pysbd looks each sentence it
+#: finds up in the text, so on text that repeats itself its time grows with about the
+#: square of the length (200,000 characters of one paragraph repeated: 10.3 s in one
+#: pass, 1.1 s in pieces; `python eval/bench_split.py`, eval/results/bench_split.json),
+#: and one long record in an own pool (a whole document pasted as one paragraph) could
+#: hold up indexing or a discover call for minutes. A longer paragraph is cut into pieces
+#: of at most this many characters (see :func:`_pieces`), each split apart. PERSPECTRUM's
+#: longest evidence paragraph is 11,903 characters (eId 7648), so its splits are unchanged.
 MAX_SPLIT_CHARS = 12_000
 #: Where a piece may end, in order of preference: a paragraph break, a sentence end
 #: (``.``, ``!`` or ``?``, closing quotes or brackets, a space), any space. Each is
