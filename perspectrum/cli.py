@@ -10,6 +10,7 @@ literally, never as rich markup, with control characters made visible
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -195,6 +196,22 @@ def _own_pools(perspectives: Path | None, evidence: Path | None) -> tuple[Any, A
     return Pool.from_jsonl(perspectives, "perspectives"), Pool.from_jsonl(evidence, "evidence")
 
 
+def _pipeline(data_dir: Path | None, index_dir: Path | None, models_dir: Path | None, no_verify: bool,
+              perspectives: Path | None, evidence: Path | None) -> tuple[Any, Any]:
+    """The pipeline over PERSPECTRUM's pools, or over both own pools when given, with the
+    dataset it read (``None`` for own pools)."""
+    from perspectrum.data import load_dataset
+    from perspectrum.pipeline import Pipeline
+
+    own = _own_pools(perspectives, evidence)
+    root = _store(index_dir).root
+    if own is not None:
+        return Pipeline.from_pools(*own, index_dir=root, models_dir=models_dir, data_dir=data_dir,
+                                   show_progress=True), None
+    dataset = load_dataset(data_dir, verify=not no_verify)
+    return Pipeline.from_dataset(dataset, root, models_dir, data_dir=data_dir, show_progress=True), dataset
+
+
 @index_app.command("build")
 def index_build(
     data_dir: DataDir = None,
@@ -254,14 +271,9 @@ def search(
 ) -> None:
     """Search one pool with BM25, dense or hybrid retrieval (indexes built if missing)."""
     from perspectrum.data import load_dataset
-    from perspectrum.search import HybridSearcher
-    from perspectrum.text import encodable
+    from perspectrum.search import HybridSearcher, check_query
 
-    if not query.strip():
-        raise PerspectrumError("the query is empty")
-    if not encodable(query):
-        raise PerspectrumError("the query holds a character that is not valid Unicode "
-                               "(a byte that is not UTF-8 in the command line?)")
+    query = check_query(query)
     if pool is PoolChoice.all:
         raise PerspectrumError("search one pool at a time: --pool perspectives, evidence or sentences")
     dataset = load_dataset(data_dir, verify=not no_verify)
@@ -306,19 +318,13 @@ def discover(
     light heads (a few minutes, once) and says so. A fine-tuned stance model (`train stance
     --fast`) answers in place of the light stance head.
     """
-    from perspectrum.pipeline import ClaimError, Pipeline, check_claim
+    from perspectrum.pipeline import ClaimError, check_claim
 
     try:
         check_claim(claim)
     except ClaimError as exc:
         raise _error(exc, 2) from None
-    own = _own_pools(perspectives, evidence)
-    store = _store(index_dir)
-    if own is None:
-        pipe = Pipeline.load(data_dir, store.root, models_dir, verify=not no_verify, show_progress=True)
-    else:
-        pipe = Pipeline.from_pools(*own, index_dir=store.root, models_dir=models_dir, data_dir=data_dir,
-                                   show_progress=True)
+    pipe, _ = _pipeline(data_dir, index_dir, models_dir, no_verify, perspectives, evidence)
     if explain:  # so the stage timings are the steady state, not the models' loading
         pipe.warm_up()
     result = pipe.discover(claim, top=top, evidence=not no_evidence, explain=explain)
@@ -334,6 +340,57 @@ def discover(
     if explain:
         for part in explained(result):
             console.print(part)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on; anything but loopback needs --token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one, printed).")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Threads that run model work.")] = 2,
+    queue: Annotated[int, typer.Option(min=0, max=10_000, help="Requests that may wait for a worker; "
+                                       "past that, 503 with Retry-After.")] = 16,
+    token: Annotated[Optional[str], typer.Option(envvar="PERSPECTRUM_TOKEN", show_envvar=True,
+                                                 help="Bearer token every request but /health must carry.")] = None,
+    cors_origin: Annotated[Optional[list[str]], typer.Option(
+        "--cors-origin", help="An origin whose pages may call the API (repeatable; none by default).")] = None,
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    models_dir: ModelsDir = None,
+    no_verify: NoVerify = False,
+    perspectives: OwnPerspectives = None,
+    evidence: OwnEvidence = None,
+) -> None:
+    """Serve the web page and the HTTP API (/discover, /search, /health, /metrics, /docs).
+
+    The port answers at once; /health says `ready` once every index and model is loaded.
+    """
+    import socket
+
+    import uvicorn
+
+    from perspectrum.server import ServeSettings, check_bind, create_app, example_claims
+
+    token = token or None  # an empty $PERSPECTRUM_TOKEN is no token
+    check_bind(host, token)
+    settings = ServeSettings(workers, queue, token, tuple(cors_origin or ()))
+    pipe, dataset = _pipeline(data_dir, index_dir, models_dir, no_verify, perspectives, evidence)
+    if dataset is not None:
+        settings = replace(settings, examples=example_claims(dataset))
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+        listener.listen(2048)  # connections wait in the backlog until uvicorn accepts them
+    except (OSError, OverflowError) as exc:
+        listener.close()
+        raise PerspectrumError(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
+    bound = listener.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    # plain and unwrapped: scripts and tests read the address (and a --port 0's port) from this line
+    typer.echo(f"serving http://{shown}:{bound}/ (API docs at /docs); loading the models, /health says when ready")
+    server = uvicorn.Server(uvicorn.Config(create_app(pipe, settings), log_level="warning", access_log=False))
+    server.run(sockets=[listener])
 
 
 @app.command()

@@ -34,7 +34,7 @@ from typing import Any
 
 from perspectrum import config as folders
 from perspectrum._progress import say
-from perspectrum.data import Pool
+from perspectrum.data import Dataset, Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.index import IndexStore
 from perspectrum.results import (
@@ -202,7 +202,15 @@ class Pipeline:
         """
         from perspectrum.data import load_dataset
 
-        dataset = load_dataset(data_dir, verify=verify)
+        return cls.from_dataset(load_dataset(data_dir, verify=verify), index_dir, models_dir, config, data_dir,
+                                show_progress, scorers)
+
+    @classmethod
+    def from_dataset(cls, dataset: Dataset, index_dir: str | Path | None = None,
+                     models_dir: str | Path | None = None, config: PipelineConfig | None = None,
+                     data_dir: str | Path | None = None, show_progress: bool = False,
+                     scorers: Scorers | None = None) -> Pipeline:
+        """:meth:`load` for a dataset already read (a server also offers its dev claims)."""
         return cls(Pool.from_dataset(dataset, "perspectives"), Pool.from_dataset(dataset, "evidence"),
                    IndexStore(folders.index_dir(index_dir)), models_dir, config, data_dir, show_progress,
                    scorers=scorers)

@@ -1,0 +1,152 @@
+// The perspectrum page: asks POST /discover and draws the answer. No framework, no build
+// step, nothing fetched from outside this server; every text from the answer is set as
+// text (never as HTML), so a perspective or paragraph cannot inject markup.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function percent(value) {
+  return `${Math.round(value * 100)}%`;
+}
+
+// A paragraph with its verifying window (character offsets window_start..window_end) in <mark>.
+function paragraph(hit) {
+  const block = element("blockquote", "evidence");
+  const body = element("p");
+  const start = hit.window_start, end = hit.window_end;
+  if (Number.isInteger(start) && Number.isInteger(end) && start < end) {
+    body.append(hit.text.slice(0, start));
+    const mark = element("mark", "", hit.text.slice(start, end));
+    mark.title = `the window that states the perspective (score ${hit.window_score?.toFixed(2) ?? "–"})`;
+    body.append(mark, hit.text.slice(end));
+  } else {
+    body.textContent = hit.text;
+  }
+  const about = element("footer", "meta", `paragraph ${hit.id} · ranker ${hit.probability.toFixed(2)}`);
+  block.append(body, about);
+  return block;
+}
+
+function cluster(found) {
+  const item = element("li", `cluster ${found.stance}`);
+  item.append(element("p", "perspective", found.text));
+  const side = found.stance === "support" ? "support" : "undermine";
+  const bar = element("div", "bar");
+  bar.setAttribute("role", "img");
+  bar.setAttribute("aria-label", `${side} confidence ${percent(found.stance_confidence)}`);
+  const fill = element("span", "fill");
+  fill.style.width = percent(found.stance_confidence);
+  bar.append(fill);
+  item.append(bar, element("p", "meta",
+    `${side} confidence ${percent(found.stance_confidence)} · relevance ${found.relevance.toFixed(2)} · id ${found.id}`));
+  const others = found.phrasings.slice(1);
+  if (others.length) {
+    const more = element("details", "phrasings");
+    more.append(element("summary", "", `${others.length} other phrasing${others.length > 1 ? "s" : ""}`));
+    const list = element("ul");
+    for (const phrasing of others) list.append(element("li", "", phrasing.text));
+    more.append(list);
+    item.append(more);
+  }
+  if (found.evidence.length) {
+    item.append(paragraph(found.evidence[0]));
+    const rest = found.evidence.slice(1);
+    if (rest.length) {
+      const more = element("details", "more-evidence");
+      more.append(element("summary", "", `${rest.length} more paragraph${rest.length > 1 ? "s" : ""}`));
+      for (const hit of rest) more.append(paragraph(hit));
+      item.append(more);
+    }
+  }
+  return item;
+}
+
+function show(result) {
+  $("result-claim").textContent = `“${result.claim}”`;
+  $("permalink").href = `/?claim=${encodeURIComponent(result.claim)}`;
+  $("result-meta").textContent =
+    `${result.perspectives.length} perspectives · ${result.system} models · ${result.timings.total.toFixed(2)} s`;
+  for (const side of ["support", "undermine"]) {
+    const list = $(side);
+    list.replaceChildren(...result.perspectives.filter((p) => p.stance === side).map(cluster));
+    $(`${side}-count`).textContent = `(${list.children.length})`;
+    if (!list.children.length) list.append(element("li", "empty", "none found"));
+  }
+  const rows = Object.entries(result.timings).map(([stage, seconds]) => {
+    const row = element("tr");
+    row.append(element("th", "", stage), element("td", "", (seconds * 1000).toFixed(0)));
+    row.firstChild.scope = "row";
+    return row;
+  });
+  $("timings").tBodies[0].replaceChildren(...rows);
+  $("result").hidden = false;
+}
+
+async function discover(claim, remember) {
+  const status = $("status");
+  status.className = "";
+  status.textContent = "Discovering…";
+  $("go").disabled = true;
+  try {
+    const answer = await fetch("/discover", {method: "POST", headers: {"Content-Type": "application/json"},
+                                             body: JSON.stringify({claim})});
+    if (answer.status === 401) { location.reload(); return; }
+    const body = await answer.json();
+    if (!answer.ok) {
+      status.className = "error";
+      status.textContent = body.detail || `the server answered ${answer.status}`;
+      return;
+    }
+    if (remember) history.pushState({claim}, "", `/?claim=${encodeURIComponent(claim)}`);
+    document.title = `${claim} · perspectrum`;
+    show(body);
+    status.textContent = body.notice || "";
+  } catch (error) {
+    status.className = "error";
+    status.textContent = `could not reach the server (${error.message})`;
+  } finally {
+    $("go").disabled = false;
+  }
+}
+
+async function offerExamples() {
+  try {
+    const answer = await fetch("/examples");
+    if (!answer.ok) return;
+    const claims = await answer.json();
+    if (claims.length) $("examples").append(element("span", "hint", "Try: "));
+    for (const claim of claims) {
+      const button = element("button", "example", claim);
+      button.type = "button";
+      button.addEventListener("click", () => { $("claim").value = claim; discover(claim, true); });
+      $("examples").append(button);
+    }
+  } catch (error) { /* the page works without examples */ }
+}
+
+function fromAddress() {
+  const claim = new URLSearchParams(location.search).get("claim");
+  if (claim) { $("claim").value = claim; discover(claim, false); }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("ask").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const claim = $("claim").value.trim();
+    if (claim) discover(claim, true);
+  });
+  document.addEventListener("keydown", (event) => {
+    const typing = ["INPUT", "TEXTAREA"].includes(document.activeElement?.tagName);
+    if (event.key === "/" && !typing) { event.preventDefault(); $("claim").focus(); }
+  });
+  window.addEventListener("popstate", fromAddress);
+  offerExamples();
+  fromAddress();
+});

@@ -1,0 +1,180 @@
+"""The page, end to end: a real `perspectrum serve` on a free loopback port over the
+ten-claim fixture (it builds the indexes and fits light heads as it starts, so the
+loading path runs too), driven in Debian's headless chromium by selenium.
+
+It types a claim, waits for both stance columns and a highlighted evidence window, and
+checks the permalink, keyboard use, an error, and a phone-sized viewport. Screenshots go
+to ``test-artifacts/`` (or ``$PERSPECTRUM_TEST_ARTIFACTS``). Without chromium and
+chromium-driver the test is skipped, except under CI (``$CI`` set), where `.ci/run`
+installs them and a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_dataset
+
+CLAIM = "Animals should have legal rights"
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+ARTIFACTS = Path(os.environ.get("PERSPECTRUM_TEST_ARTIFACTS", Path(__file__).parents[1] / "test-artifacts"))
+# what the machine's own check ran chromium with: no sandbox as root, and none of the
+# background connections a closed network refuses
+FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--window-size=1280,1000")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not (CHROMIUM and CHROMEDRIVER):
+        if os.environ.get("CI"):
+            pytest.fail("chromium and chromium-driver are missing; .ci/run installs them with apt-get")
+        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)  # no driver download
+    yield driver
+    driver.quit()
+
+
+def _first_line(process: subprocess.Popen, timeout: float) -> str:
+    """The server's first line of output (its address), or a failure with what it printed."""
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not lines or not lines[0]:
+        process.kill()
+        raise AssertionError(f"`perspectrum serve` printed no address: {process.stderr.read()}")
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[str]:
+    """The base URL of `perspectrum serve --port 0` over a fresh fixture, once /health is ready."""
+    root = tmp_path_factory.mktemp("serve")
+    data = write_dataset(root / "data")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PERSPECTRUM_CACHE": str(root / "cache")}
+    env.pop("PERSPECTRUM_TOKEN", None)
+    command = [sys.executable, "-m", "perspectrum", "serve", "--port", "0", "--data-dir", str(data), "--no-verify",
+               "--index-dir", str(root / "indexes"), "--models-dir", str(root / "models")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = _first_line(process, 60)
+        assert line.startswith("serving http://127.0.0.1:"), line
+        base = line.split()[1].rstrip("/")
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/health", timeout=5) as answer:
+                    health = json.load(answer)
+                    break
+            except urllib.error.HTTPError as exc:
+                assert json.load(exc)["status"] == "loading"
+            except urllib.error.URLError:
+                pass  # not accepting yet
+            assert process.poll() is None and time.monotonic() < deadline, "the server died or never got ready"
+            time.sleep(0.5)
+        assert health["status"] == "ready" and health["system"] == "light"
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _wait(driver, condition, timeout: float = 60):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(condition)
+
+
+def _answered(driver) -> None:
+    """Wait until both columns hold a cluster."""
+    from selenium.webdriver.common.by import By
+
+    _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#support li.cluster")
+          and d.find_elements(By.CSS_SELECTOR, "#undermine li.cluster"))
+
+
+def test_the_page_answers_a_claim_in_two_columns_with_highlighted_evidence(server, browser) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver = browser
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.get(f"{server}/")
+    examples = _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "button.example"))
+    assert CLAIM in [b.text for b in examples]  # the fixture's dev claims are offered
+    box = driver.find_element(By.ID, "claim")
+    box.send_keys(CLAIM, Keys.ENTER)
+    _answered(driver)
+    marks = driver.find_elements(By.CSS_SELECTOR, ".cluster .evidence mark")
+    assert marks and all(m.text.strip() for m in marks)
+    paragraph = marks[0].find_element(By.XPATH, "..").text
+    assert marks[0].text in paragraph and len(marks[0].text) <= len(paragraph)
+    assert driver.find_element(By.ID, "result-claim").text == f"“{CLAIM}”"
+    permalink = driver.find_element(By.ID, "permalink").get_attribute("href")
+    assert permalink == f"{server}/?claim=Animals%20should%20have%20legal%20rights"
+    assert driver.current_url == permalink
+    bars = driver.find_elements(By.CSS_SELECTOR, ".cluster .bar")
+    assert bars and all("confidence" in b.get_attribute("aria-label") for b in bars)
+    stages = [row.get_attribute("textContent") for row in driver.find_elements(By.CSS_SELECTOR, "#timings tbody th")]
+    assert stages[-1] == "total" and "stance" in stages
+    driver.save_screenshot(str(ARTIFACTS / "page-desktop.png"))
+
+    # keyboard only: "/" returns to the claim box; Enter opens a collapsed part
+    driver.find_element(By.TAG_NAME, "body").send_keys("/")
+    assert driver.switch_to.active_element.get_attribute("id") == "claim"
+    for summary in driver.find_elements(By.CSS_SELECTOR, "#result summary"):
+        summary.send_keys(Keys.ENTER)
+        assert summary.find_element(By.XPATH, "..").get_attribute("open") is not None
+
+    # a claim the server refuses: its one-line reason is shown
+    box = driver.find_element(By.ID, "claim")
+    box.clear()
+    box.send_keys("1234 5678", Keys.ENTER)
+    status = _wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "#status.error"))
+    assert status.text == "claim: the claim has no words in it"
+
+
+def test_the_permalink_answers_on_a_phone_sized_screen(server, browser) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.set_window_size(390, 844)
+    try:
+        driver.get(f"{server}/?claim=Animals%20should%20have%20legal%20rights")
+        _answered(driver)
+        assert driver.find_element(By.ID, "claim").get_attribute("value") == CLAIM
+        support = driver.find_element(By.ID, "support").rect
+        undermine = driver.find_element(By.ID, "undermine").rect
+        assert undermine["y"] >= support["y"] + support["height"]  # one column: stacked, not side by side
+        assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        driver.save_screenshot(str(ARTIFACTS / "page-phone.png"))
+    finally:
+        driver.set_window_size(1280, 1000)

@@ -1,0 +1,324 @@
+"""The HTTP API of `perspectrum serve`, through FastAPI's test client: every endpoint,
+every refusal (4xx), back-pressure (503 with Retry-After), the token, and the CLI's
+refusals before it serves.
+
+The app serves the ``--quick`` models of the ``trained_dir`` fixture over the ten-claim
+fixture; what they answer is compared with the same pipeline called directly.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from perspectrum import Pipeline
+from perspectrum.cli import app as cli
+from perspectrum.data import load_dataset
+from perspectrum.errors import PerspectrumError
+from perspectrum.server import (
+    COOKIE,
+    MAX_BATCH,
+    MAX_BODY_BYTES,
+    DiscoveryOut,
+    HitOut,
+    ServeSettings,
+    check_bind,
+    create_app,
+    example_claims,
+)
+
+CLAIM = "Animals should have legal rights"
+TOKEN = "a-token-of-twenty-chars"
+METHODS = ("bm25", "dense", "hybrid")
+
+
+@pytest.fixture(scope="module")
+def pipe(trained_dir) -> Pipeline:
+    data, indexes, models = trained_dir
+    return Pipeline.load(data, indexes, models, verify=False)
+
+
+def wait_ready(client: TestClient, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answer = client.get("/health")
+        if answer.status_code == 200:
+            return answer.json()
+        assert answer.json()["status"] == "loading", answer.text
+        time.sleep(0.05)
+    raise AssertionError("the server never became ready")
+
+
+@contextmanager
+def serving(pipe: Pipeline, settings: ServeSettings = ServeSettings(), ready: bool = True) -> Iterator[TestClient]:
+    with TestClient(create_app(pipe, settings)) as client:
+        if ready:
+            wait_ready(client)
+        yield client
+
+
+def without_timings(answer: dict) -> dict:
+    return {k: v for k, v in answer.items() if k != "timings"}
+
+
+def test_health_says_loading_until_every_model_is_in(pipe, monkeypatch) -> None:
+    release = threading.Event()
+    warm_up = pipe.warm_up
+    monkeypatch.setattr(pipe, "warm_up", lambda: (release.wait(30), warm_up()))
+    with serving(pipe, ready=False) as client:
+        loading = client.get("/health")
+        assert loading.status_code == 503 and loading.json()["status"] == "loading"
+        refused = client.post("/discover", json={"claim": CLAIM})
+        assert refused.status_code == 503 and refused.headers["Retry-After"] == "5"
+        assert "loading" in refused.json()["detail"]
+        release.set()
+        health = wait_ready(client)
+    assert health["status"] == "ready" and health["system"] == "trained" and health["error"] is None
+
+
+def test_health_reports_a_pipeline_that_failed_to_load(pipe, monkeypatch) -> None:
+    def broken() -> None:
+        raise PerspectrumError("the stance model in models/stance is corrupt")
+
+    monkeypatch.setattr(pipe, "warm_up", broken)
+    with serving(pipe, ready=False) as client:
+        for _ in range(200):
+            health = client.get("/health")
+            if health.json()["status"] != "loading":
+                break
+            time.sleep(0.01)
+        assert health.status_code == 503 and health.json()["status"] == "failed"
+        assert health.json()["error"] == "the stance model in models/stance is corrupt"
+        refused = client.post("/discover", json={"claim": CLAIM})
+        assert refused.status_code == 503 and "corrupt" in refused.json()["detail"]
+
+
+def test_discover_answers_what_the_pipeline_answers_in_the_cli_schema(pipe) -> None:
+    with serving(pipe) as client:
+        answer = client.post("/discover", json={"claim": f"  {CLAIM} ", "top": 3})
+    assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
+    body = answer.json()
+    DiscoveryOut.model_validate(body)  # the documented response model matches what is sent
+    expected = json.loads(pipe.discover(CLAIM, top=3).to_json())
+    assert without_timings(body) == without_timings(expected)
+    assert body["schema"] == 1 and body["perspectives"] and "trace" not in body
+    assert set(body["timings"]) == set(expected["timings"])
+
+
+def test_a_batch_answers_in_order_as_discover_many_does(pipe) -> None:
+    """A batch is one ``discover_many`` call (padded batches move scores in the fourth
+    decimal, so it is compared with that call, not with single claims)."""
+    claims = [CLAIM, "Fast food should be taxed", "Zoos should be banned"]
+    with serving(pipe) as client:
+        batch = client.post("/discover", json={"claims": claims, "evidence": False})
+        explained = client.post("/discover", json={"claim": CLAIM, "explain": True}).json()
+    assert batch.status_code == 200 and [r["claim"] for r in batch.json()] == claims
+    expected = [json.loads(r.to_json()) for r in pipe.discover_many(claims, evidence=False)]
+    assert [without_timings(r) for r in batch.json()] == [without_timings(r) for r in expected]
+    assert all(not p["evidence"] for r in batch.json() for p in r["perspectives"])
+    assert {"settings", "candidates"} <= set(explained["trace"])
+
+
+@pytest.mark.parametrize(("body", "detail"), [
+    ({"claim": ""}, "claim: the claim is empty"),
+    ({"claim": "x" * 1001}, "claim: the claim is 1,001 characters long; the limit is 1,000"),
+    ({"claim": "2019 \x00"}, "claim: the claim contains control characters"),
+    ({"claims": [CLAIM, "   "]}, "claims[1]: the claim is empty"),
+    ({"claims": [CLAIM] * (MAX_BATCH + 1)}, f"claims: List should have at most {MAX_BATCH} items"),
+    ({"claims": []}, "claims: List should have at least 1 item"),
+    ({"claim": CLAIM, "claims": [CLAIM]}, "give either `claim` or `claims`, not both or neither"),
+    ({}, "give either `claim` or `claims`"),
+    ({"claim": CLAIM, "top": 0}, "top: Input should be greater than or equal to 1"),
+    ({"claim": CLAIM, "colour": "red"}, "colour: Extra inputs are not permitted"),
+    ({"claim": 7}, "claim: Input should be a valid string"),
+])
+def test_bad_discover_requests_get_422_saying_what_is_wrong(pipe, body, detail) -> None:
+    with serving(pipe) as client:
+        answer = client.post("/discover", json=body)
+    assert answer.status_code == 422 and answer.json()["detail"].startswith(detail), answer.text
+
+
+def test_a_body_that_is_not_json_or_too_large_is_refused(pipe) -> None:
+    with serving(pipe) as client:
+        garbled = client.post("/discover", content=b"{not json", headers={"Content-Type": "application/json"})
+        declared = client.post("/discover", content=b"x" * (MAX_BODY_BYTES + 1))
+        chunked = client.post("/discover", content=iter([b"x" * 65536] * 5))  # no Content-Length
+        wrong_length = client.post("/discover", content=b"{}", headers={"Content-Length": "-1"})
+    assert garbled.status_code == 422 and "JSON" in garbled.json()["detail"]
+    assert declared.status_code == 413 and chunked.status_code == 413
+    assert declared.json()["detail"] == f"the request body is over {MAX_BODY_BYTES:,} bytes"
+    assert wrong_length.status_code in (400, 413)
+
+
+def test_search_each_pool_and_method_and_its_refusals(pipe) -> None:
+    with serving(pipe) as client:
+        pairs = [(pool, method) for pool in ("perspectives", "evidence") for method in METHODS]
+        for pool, method in [*pairs, ("sentences", "dense")]:
+            answer = client.post("/search", json={"query": "zoos and endangered species", "pool": pool,
+                                                  "method": method, "k": 3})
+            assert answer.status_code == 200, answer.text
+            hits = [HitOut.model_validate(h) for h in answer.json()]
+            assert 1 <= len(hits) <= 3 and all(h.text for h in hits)
+        # the fixture's ranker reads the sentences' dense index only; a server never builds one at request time
+        unbuilt = client.post("/search", json={"query": "zoos", "pool": "sentences", "method": "bm25"})
+        top = client.post("/search", json={"query": "zoos breeding programmes", "method": "bm25", "k": 1}).json()
+        empty = client.post("/search", json={"query": "  "})
+        long = client.post("/search", json={"query": "x" * 1001})
+        pool = client.post("/search", json={"query": "zoos", "pool": "claims"})
+        k = client.post("/search", json={"query": "zoos", "k": 0})
+    assert unbuilt.status_code == 503 and unbuilt.json()["detail"].startswith("no bm25 index for the sentences pool")
+    assert unbuilt.json()["detail"].endswith("run `perspectrum index build`")
+    assert top[0]["id"] in (1, 2)
+    assert empty.status_code == 422 and empty.json()["detail"] == "query: the query is empty"
+    assert long.status_code == 422 and "limit is 1,000" in long.json()["detail"]
+    assert pool.status_code == 422 and pool.json()["detail"].startswith("pool: Input should be")
+    assert k.status_code == 422
+
+
+def test_a_full_queue_is_answered_503_with_retry_after(pipe, monkeypatch) -> None:
+    """One worker, one queue place: the third request at once gets 503, the first two their answers."""
+    release = threading.Event()
+    discover_many = pipe.discover_many
+
+    def slow(*args, **kwargs):
+        release.wait(30)
+        return discover_many(*args, **kwargs)
+
+    with serving(pipe, ServeSettings(workers=1, queue=1)) as client:
+        monkeypatch.setattr(pipe, "discover_many", slow)
+        answers: list = [None, None]
+
+        def ask(slot: int) -> None:
+            answers[slot] = client.post("/discover", json={"claim": CLAIM, "evidence": False})
+
+        threads = [threading.Thread(target=ask, args=(slot,)) for slot in (0, 1)]
+        for thread in threads:
+            thread.start()
+        work = client.app.state.work
+        for _ in range(500):
+            if work.accepted == 2:
+                break
+            time.sleep(0.01)
+        assert work.accepted == 2
+        busy = client.post("/discover", json={"claim": CLAIM})
+        health = client.get("/health")  # the probe never waits behind model work
+        release.set()
+        for thread in threads:
+            thread.join(30)
+        metrics = client.get("/metrics").text
+    assert busy.status_code == 503 and int(busy.headers["Retry-After"]) >= 1
+    assert "busy" in busy.json()["detail"] and health.status_code == 200
+    assert [a.status_code for a in answers] == [200, 200]
+    assert "perspectrum_rejected_total 1.0" in metrics
+
+
+def test_metrics_count_requests_and_stage_times_in_prometheus_text(pipe) -> None:
+    with serving(pipe) as client:
+        client.post("/discover", json={"claim": CLAIM})
+        client.post("/discover", json={"claim": ""})
+        answer = client.get("/metrics")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
+    text = answer.text
+    assert 'perspectrum_requests_total{method="POST",path="/discover",status="200"} 1.0' in text
+    assert 'perspectrum_requests_total{method="POST",path="/discover",status="422"} 1.0' in text
+    assert 'perspectrum_request_seconds_count{path="/discover"} 2.0' in text
+    assert 'perspectrum_stage_seconds_count{stage="relevance"} 1.0' in text
+    assert "perspectrum_ready 1.0" in text
+
+
+def test_openapi_docs_page_and_examples_are_served_from_the_app(pipe, dataset) -> None:
+    examples = example_claims(dataset)
+    with serving(pipe, ServeSettings(examples=examples)) as client:
+        spec = client.get("/openapi.json").json()
+        docs = client.get("/docs").text
+        script = client.get(docs.split('src="')[1].split('"')[0])
+        page = client.get("/")
+        code = client.get("/static/app.js")
+        offered = client.get("/examples").json()
+        cors = client.options("/discover", headers={"Origin": "https://elsewhere.example",
+                                                    "Access-Control-Request-Method": "POST"})
+    assert {"/discover", "/search", "/health", "/metrics", "/examples"} <= set(spec["paths"])
+    request = spec["components"]["schemas"]["DiscoverRequest"]["properties"]
+    assert request["claims"]["anyOf"][0]["maxItems"] == MAX_BATCH
+    assert "https://" not in docs and script.status_code == 200  # Swagger UI's files are local
+    assert page.status_code == 200 and 'id="support"' in page.text and 'id="undermine"' in page.text
+    assert code.status_code == 200 and "/discover" in code.text
+    assert offered == list(examples) == [c.text for c in dataset.split("dev")]
+    assert "access-control-allow-origin" not in cors.headers
+
+
+def test_cors_only_for_the_origins_named(pipe) -> None:
+    with serving(pipe, ServeSettings(cors_origins=("https://debate.example",))) as client:
+        allowed = client.options("/discover", headers={"Origin": "https://debate.example",
+                                                       "Access-Control-Request-Method": "POST"})
+        other = client.options("/discover", headers={"Origin": "https://elsewhere.example",
+                                                     "Access-Control-Request-Method": "POST"})
+    assert allowed.headers["access-control-allow-origin"] == "https://debate.example"
+    assert "access-control-allow-origin" not in other.headers
+
+
+def test_the_token_guards_every_request_but_health(pipe) -> None:
+    with serving(pipe, ServeSettings(token=TOKEN)) as client:
+        health = client.get("/health")
+        bare = client.post("/discover", json={"claim": CLAIM})
+        wrong = client.post("/discover", json={"claim": CLAIM}, headers={"Authorization": "Bearer not-the-token"})
+        right = client.post("/discover", json={"claim": CLAIM}, headers={"Authorization": f"Bearer {TOKEN}"})
+        guarded = {path: client.get(path).status_code for path in ("/metrics", "/openapi.json", "/docs", "/examples",
+                                                                  "/static/app.js")}
+        signin = client.get("/", headers={"Accept": "text/html"})
+        refused = client.post("/login", json={"token": "not-the-token"})
+        assert COOKIE not in client.cookies
+        accepted = client.post("/login", json={"token": TOKEN})
+        page = client.get("/", headers={"Accept": "text/html"})  # the cookie now rides along
+        by_cookie = client.post("/search", json={"query": "zoos"})
+    assert health.status_code == 200
+    assert bare.status_code == wrong.status_code == 401 and bare.headers["WWW-Authenticate"] == "Bearer"
+    assert right.status_code == 200
+    assert set(guarded.values()) == {401}
+    assert signin.status_code == 401 and 'id="token"' in signin.text
+    assert refused.status_code == 401 and accepted.status_code == 204
+    assert TOKEN not in accepted.headers["set-cookie"] and "HttpOnly" in accepted.headers["set-cookie"]
+    assert "SameSite=strict" in accepted.headers["set-cookie"]
+    assert page.status_code == 200 and by_cookie.status_code == 200
+
+
+def test_binding_off_loopback_needs_a_token_of_some_length() -> None:
+    for host in ("127.0.0.1", "::1", "localhost", "127.0.0.2"):
+        check_bind(host, None)
+    for host in ("0.0.0.0", "::", "192.168.1.20", "example.org"):
+        with pytest.raises(PerspectrumError, match="needs --token"):
+            check_bind(host, None)
+        check_bind(host, TOKEN)
+    with pytest.raises(PerspectrumError, match="at least 16"):
+        ServeSettings(token="short")
+
+
+def test_serve_refuses_bad_options_in_one_line(data_dir, tmp_path) -> None:
+    runner = CliRunner()
+    common = ["--data-dir", str(data_dir), "--no-verify", "--index-dir", str(tmp_path / "i"),
+              "--models-dir", str(tmp_path / "m")]
+    exposed = runner.invoke(cli, ["serve", "--host", "0.0.0.0", *common], env={"PERSPECTRUM_TOKEN": None})
+    assert exposed.exit_code == 1 and exposed.output.count("\n") == 1
+    assert exposed.output.startswith("error: serving on 0.0.0.0 (not loopback) needs --token")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = runner.invoke(cli, ["serve", "--port", str(port), *common])
+    assert busy.exit_code == 1 and busy.output.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")
+    assert busy.output.count("\n") == 1
+    short = runner.invoke(cli, ["serve", "--token", "short", *common])
+    assert short.exit_code == 1 and "at least 16" in short.output
+
+
+def test_example_claims_come_from_dev_only(data_dir) -> None:
+    dataset = load_dataset(data_dir, verify=False)
+    assert set(example_claims(dataset, count=1)) <= {c.text for c in dataset.split("dev")}
