@@ -197,19 +197,15 @@ def _own_pools(perspectives: Path | None, evidence: Path | None) -> tuple[Any, A
 
 
 def _pipeline(data_dir: Path | None, index_dir: Path | None, models_dir: Path | None, no_verify: bool,
-              perspectives: Path | None, evidence: Path | None) -> tuple[Any, Any]:
-    """The pipeline over PERSPECTRUM's pools, or over both own pools when given, with the
-    dataset it read (``None`` for own pools)."""
-    from perspectrum.data import load_dataset
+              perspectives: Path | None, evidence: Path | None) -> Any:
+    """The pipeline over PERSPECTRUM's pools, or over both own pools when given."""
     from perspectrum.pipeline import Pipeline
 
     own = _own_pools(perspectives, evidence)
     root = _store(index_dir).root
-    if own is not None:
-        return Pipeline.from_pools(*own, index_dir=root, models_dir=models_dir, data_dir=data_dir,
-                                   show_progress=True), None
-    dataset = load_dataset(data_dir, verify=not no_verify)
-    return Pipeline.from_dataset(dataset, root, models_dir, data_dir=data_dir, show_progress=True), dataset
+    if own is None:
+        return Pipeline.load(data_dir, root, models_dir, verify=not no_verify, show_progress=True)
+    return Pipeline.from_pools(*own, index_dir=root, models_dir=models_dir, data_dir=data_dir, show_progress=True)
 
 
 @index_app.command("build")
@@ -324,7 +320,7 @@ def discover(
         check_claim(claim)
     except ClaimError as exc:
         raise _error(exc, 2) from None
-    pipe, _ = _pipeline(data_dir, index_dir, models_dir, no_verify, perspectives, evidence)
+    pipe = _pipeline(data_dir, index_dir, models_dir, no_verify, perspectives, evidence)
     if explain:  # so the stage timings are the steady state, not the models' loading
         pipe.warm_up()
     result = pipe.discover(claim, top=top, evidence=not no_evidence, explain=explain)
@@ -373,9 +369,11 @@ def serve(
     token = token or None  # an empty $PERSPECTRUM_TOKEN is no token
     check_bind(host, token)
     settings = ServeSettings(workers, queue, token, tuple(cors_origin or ()))
-    pipe, dataset = _pipeline(data_dir, index_dir, models_dir, no_verify, perspectives, evidence)
-    if dataset is not None:
-        settings = replace(settings, examples=example_claims(dataset))
+    pipe = _pipeline(data_dir, index_dir, models_dir, no_verify, perspectives, evidence)
+    if perspectives is None:  # PERSPECTRUM's pools: offer its dev claims (read again, already verified)
+        from perspectrum.data import load_dataset
+
+        settings = replace(settings, examples=example_claims(load_dataset(data_dir, verify=False)))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -34,7 +34,7 @@ from typing import Any
 
 from perspectrum import config as folders
 from perspectrum._progress import say
-from perspectrum.data import Dataset, Pool
+from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.index import IndexStore
 from perspectrum.results import (
@@ -48,7 +48,7 @@ from perspectrum.results import (
 from perspectrum.scorers import Scorers, tuned_settings
 from perspectrum.search import HybridSearcher
 from perspectrum.stages import EVIDENCE_STAGES, ORDER, ClaimState, Context, Stage, configure
-from perspectrum.text import encodable
+from perspectrum.text import checked
 
 __all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery", "EvidenceHit", "Phrasing",
            "Pipeline", "PipelineConfig", "check_claim", "own_store"]
@@ -67,14 +67,7 @@ def check_claim(claim: Any) -> str:
     """The claim, stripped, or a :class:`ClaimError` saying what is wrong with it."""
     if not isinstance(claim, str):
         raise ClaimError(f"a claim must be text, not {type(claim).__name__}")
-    text = claim.strip()
-    if not text:
-        raise ClaimError("the claim is empty")
-    if len(text) > MAX_CLAIM_CHARS:
-        raise ClaimError(f"the claim is {len(text):,} characters long; the limit is {MAX_CLAIM_CHARS:,}")
-    if not encodable(text):
-        raise ClaimError("the claim holds a character that is not valid Unicode "
-                         "(a byte that is not UTF-8 in the command line or file?)")
+    text = checked(claim, "claim", MAX_CLAIM_CHARS, ClaimError)
     if any(unicodedata.category(ch) == "Cc" and not ch.isspace() for ch in text):
         raise ClaimError("the claim contains control characters; is it binary data?")
     if not any(ch.isalpha() for ch in text):
@@ -202,15 +195,7 @@ class Pipeline:
         """
         from perspectrum.data import load_dataset
 
-        return cls.from_dataset(load_dataset(data_dir, verify=verify), index_dir, models_dir, config, data_dir,
-                                show_progress, scorers)
-
-    @classmethod
-    def from_dataset(cls, dataset: Dataset, index_dir: str | Path | None = None,
-                     models_dir: str | Path | None = None, config: PipelineConfig | None = None,
-                     data_dir: str | Path | None = None, show_progress: bool = False,
-                     scorers: Scorers | None = None) -> Pipeline:
-        """:meth:`load` for a dataset already read (a server also offers its dev claims)."""
+        dataset = load_dataset(data_dir, verify=verify)
         return cls(Pool.from_dataset(dataset, "perspectives"), Pool.from_dataset(dataset, "evidence"),
                    IndexStore(folders.index_dir(index_dir)), models_dir, config, data_dir, show_progress,
                    scorers=scorers)

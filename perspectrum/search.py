@@ -16,7 +16,7 @@ import numpy as np
 
 from perspectrum.config import HybridParams
 from perspectrum.errors import PerspectrumError
-from perspectrum.text import encodable
+from perspectrum.text import checked
 
 DocId = int | str
 #: Longest query accepted, in characters (as for a claim).
@@ -27,15 +27,7 @@ def check_query(query: str) -> str:
     """The query, stripped, or a :class:`PerspectrumError` saying what is wrong with it:
     empty, too long, or not valid Unicode (which index files and the tokenizer would
     each fail on with a traceback of their own)."""
-    text = query.strip()
-    if not text:
-        raise PerspectrumError("the query is empty")
-    if len(text) > MAX_QUERY_CHARS:
-        raise PerspectrumError(f"the query is {len(text):,} characters long; the limit is {MAX_QUERY_CHARS:,}")
-    if not encodable(text):
-        raise PerspectrumError("the query holds a character that is not valid Unicode "
-                               "(a byte that is not UTF-8 in the command line?)")
-    return text
+    return checked(query, "query", MAX_QUERY_CHARS, PerspectrumError)
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,21 @@ def encodable(text: str) -> bool:
     return True
 
 
+def checked(text: str, what: str, limit: int, error: type[Exception]) -> str:
+    """``text`` stripped, or ``error`` saying why it cannot be searched for: empty, over
+    ``limit`` characters, or not valid Unicode (see :func:`encodable`). ``what`` names it
+    in the message ("claim", "query")."""
+    stripped = text.strip()
+    if not stripped:
+        raise error(f"the {what} is empty")
+    if len(stripped) > limit:
+        raise error(f"the {what} is {len(stripped):,} characters long; the limit is {limit:,}")
+    if not encodable(stripped):
+        raise error(f"the {what} holds a character that is not valid Unicode "
+                    "(a byte that is not UTF-8 in the command line or file?)")
+    return stripped
+
+
 def _pieces(text: str) -> list[str]:
     """``text`` cut into consecutive pieces of at most :data:`MAX_SPLIT_CHARS` characters,
     each ending at the best cut of :data:`_CUTS` in its second half (mid-word only when

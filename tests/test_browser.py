@@ -144,6 +144,8 @@ def test_the_page_answers_a_claim_in_two_columns_with_highlighted_evidence(serve
     assert bars and all("confidence" in b.get_attribute("aria-label") for b in bars)
     stages = [row.get_attribute("textContent") for row in driver.find_elements(By.CSS_SELECTOR, "#timings tbody th")]
     assert stages[-1] == "total" and "stance" in stages
+    fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert fetched and all(url.startswith(f"{server}/") for url in fetched)  # nothing from elsewhere
     driver.save_screenshot(str(ARTIFACTS / "page-desktop.png"))
 
     # keyboard only: "/" returns to the claim box; Enter opens a collapsed part
@@ -178,3 +180,14 @@ def test_the_permalink_answers_on_a_phone_sized_screen(server, browser) -> None:
         driver.save_screenshot(str(ARTIFACTS / "page-phone.png"))
     finally:
         driver.set_window_size(1280, 1000)
+
+
+def test_the_api_documentation_renders_from_local_files(server, browser) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    driver.get(f"{server}/docs")
+    operations = _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path"))
+    assert {"/discover", "/search", "/health", "/metrics"} <= {o.text.replace("\u200b", "") for o in operations}
+    fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert all(url.startswith(f"{server}/") for url in fetched)
