@@ -46,7 +46,7 @@ from perspectrum import __version__
 from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline import MAX_CLAIM_CHARS, STAGE_NAMES, ClaimError, Pipeline, check_claim
-from perspectrum.search import check_query
+from perspectrum.search import MAX_QUERY_CHARS, check_query
 
 #: Claims in one ``POST /discover`` (a batch runs as one ``discover_many`` call).
 MAX_BATCH = 32
@@ -71,7 +71,9 @@ class DiscoverRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={
         "examples": [{"claim": "Animals should have lawful rights", "top": 5}]})
 
-    claim: str | None = Field(None, description=f"One claim (at most {MAX_CLAIM_CHARS:,} characters).")
+    # the length bounds are documented, not enforced here: check_claim refuses with the CLI's words
+    claim: str | None = Field(None, description=f"One claim (at most {MAX_CLAIM_CHARS:,} characters, with words).",
+                              json_schema_extra={"minLength": 1, "maxLength": MAX_CLAIM_CHARS})
     claims: list[str] | None = Field(None, min_length=1, max_length=MAX_BATCH,
                                      description=f"Several claims, answered in order (at most {MAX_BATCH}).")
     top: int | None = Field(None, ge=1, le=MAX_TOP, description="At most this many perspectives per claim.")
@@ -130,7 +132,8 @@ class DiscoveryOut(BaseModel):
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(description=f"What to search for (at most {MAX_CLAIM_CHARS:,} characters).")
+    query: str = Field(description=f"What to search for (at most {MAX_QUERY_CHARS:,} characters).",
+                       json_schema_extra={"minLength": 1, "maxLength": MAX_QUERY_CHARS})
     pool: Literal["perspectives", "evidence", "sentences"] = "perspectives"
     method: Literal["bm25", "dense", "hybrid"] = "hybrid"
     k: int = Field(10, ge=1, le=1000)
@@ -185,8 +188,8 @@ class ServeSettings:
         if self.workers < 1 or self.queue < 0:
             raise PerspectrumError("--workers must be at least 1 and --queue at least 0")
         if self.token is not None and len(self.token) < MIN_TOKEN_CHARS:
-            raise PerspectrumError(f"the token is {len(self.token)} characters long; use at least "
-                                   f"{MIN_TOKEN_CHARS} (e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)")
+            raise PerspectrumError(f"the token is {len(self.token)} characters long; use at least {MIN_TOKEN_CHARS} "
+                                   "(`python -c 'import secrets; print(secrets.token_urlsafe())'` makes one)")
 
 
 def is_loopback(host: str) -> bool:
@@ -454,7 +457,8 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
         finally:
             metrics.accepted.dec()
 
-    answers = {200: {}, 401: {"model": Problem}, 413: {"model": Problem}, 422: {"model": Problem},
+    answers = {200: {}, 400: {"model": Problem, "description": "the body is not UTF-8 JSON"}, 401: {"model": Problem},
+               413: {"model": Problem}, 422: {"model": Problem},
                503: {"model": Problem, "description": "loading, or busy (see `Retry-After`)"}}
 
     @app.post("/discover", response_model=DiscoveryOut | list[DiscoveryOut], responses=answers,
@@ -514,8 +518,9 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
     async def examples() -> list[str]:
         return list(settings.examples)
 
-    @app.post("/login", status_code=204, responses={401: {"model": Problem}}, summary="The page's sign-in: "
-              "a right token sets a session cookie (HttpOnly, SameSite=Strict)", response_class=Response)
+    @app.post("/login", status_code=204, response_class=Response,
+              responses={400: answers[400], 401: {"model": Problem}, 422: {"model": Problem}},
+              summary="The page's sign-in: a right token sets a session cookie (HttpOnly, SameSite=Strict)")
     async def login(body: Token) -> Response:
         if expected is None:
             return Response(status_code=204)
