@@ -43,10 +43,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from perspectrum import __version__
-from perspectrum.data import Dataset
+from perspectrum.data import Dataset, Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline import MAX_CLAIM_CHARS, STAGE_NAMES, ClaimError, Pipeline, check_claim
-from perspectrum.search import MAX_QUERY_CHARS, check_query
+from perspectrum.search import MAX_QUERY_CHARS, HybridSearcher, check_query
 
 #: Claims in one ``POST /discover`` (a batch runs as one ``discover_many`` call).
 MAX_BATCH = 32
@@ -272,13 +272,14 @@ class Metrics:
 
 @dataclass
 class _Loader:
-    """Loads the pipeline (and the search indexes, lazily) once, off the event loop."""
+    """Loads the pipeline once, off the event loop, and opens search indexes on first use."""
 
     pipeline: Pipeline
     status: str = "loading"
     error: str | None = None
     system: str | None = None
-    _searchers: dict[tuple[str, str], tuple[Any, dict[Any, str]]] = field(default_factory=dict)
+    _pools: dict[str, tuple[Pool, dict[Any, str]]] = field(default_factory=dict)
+    _indexes: dict[tuple[str, str], Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def load(self) -> None:
@@ -291,28 +292,23 @@ class _Loader:
             self.status = "failed"
 
     def searcher(self, pool: str, method: str) -> tuple[Any, dict[Any, str]]:
-        """The searcher of one pool and method with its texts, opened on first use (never
-        built here: a missing index is an error naming `perspectrum index build`)."""
+        """The searcher of one pool and method, with the pool's texts by id. Indexes are
+        opened once and never built here: a missing one is an error naming `perspectrum
+        index build` (a build takes minutes; a request should not)."""
         with self._lock:
-            if (pool, method) not in self._searchers:
-                from perspectrum.search import HybridSearcher
-
+            if pool not in self._pools:
                 pipe = self.pipeline
-                docs = {"perspectives": pipe.perspectives, "evidence": pipe.evidence_pool}.get(pool)
-                if docs is None:
+                docs = pipe.perspectives if pool == "perspectives" else pipe.evidence_pool
+                if pool == "sentences":
                     docs = pipe.store.sentences(pipe.evidence_pool)
-                if method == "hybrid":
-                    searcher: Any = HybridSearcher(self._open(docs, "bm25"), self._open(docs, "dense"))
-                else:
-                    searcher = self._open(docs, method)
-                self._searchers[pool, method] = searcher, dict(zip(docs.ids, docs.texts))
-            return self._searchers[pool, method]
-
-    def _open(self, docs: Any, kind: str) -> Any:
-        for (pool, method), (searcher, _) in self._searchers.items():
-            if pool == docs.name and method == kind:
-                return searcher
-        return self.pipeline.store.open(docs, kind, build_missing=False)
+                self._pools[pool] = docs, dict(zip(docs.ids, docs.texts))
+            docs, text = self._pools[pool]
+            kinds = ("bm25", "dense") if method == "hybrid" else (method,)
+            for kind in kinds:
+                if (pool, kind) not in self._indexes:
+                    self._indexes[pool, kind] = self.pipeline.store.open(docs, kind, build_missing=False)
+            found = [self._indexes[pool, kind] for kind in kinds]
+        return (HybridSearcher(*found) if method == "hybrid" else found[0]), text
 
 
 def _digest(token: str) -> bytes:
@@ -395,8 +391,8 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
 
     # FastAPIOffline: /docs and /redoc from files in the package, not from a CDN
     app = FastAPIOffline(title="perspectrum", version=__version__, lifespan=lifespan,
-                  description="Substantiated perspective discovery: the perspectives people take on a claim, "
-                              "clustered, stanced and backed by evidence.")
+                         description="Substantiated perspective discovery: the perspectives people take on a "
+                                     "claim, clustered, stanced and backed by evidence.")
     app.state.loader = loader
     app.state.work = work
 
@@ -459,7 +455,7 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
 
     answers = {200: {}, 400: {"model": Problem, "description": "the body is not UTF-8 JSON"}, 401: {"model": Problem},
                413: {"model": Problem}, 422: {"model": Problem},
-               503: {"model": Problem, "description": "loading, or busy (see `Retry-After`)"}}
+               503: {"model": Problem, "description": "loading, busy (see `Retry-After`), or an index not built"}}
 
     @app.post("/discover", response_model=DiscoveryOut | list[DiscoveryOut], responses=answers,
               summary="The perspectives on one claim (`claim`) or several (`claims`), as `discover --json`")
