@@ -378,16 +378,15 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
     work = WorkPool(settings.workers, settings.queue)
     expected = None if settings.token is None else _digest(settings.token)
 
+    # read when scraped, from the state they describe
+    metrics.accepted.set_function(lambda: work.accepted)
+    metrics.ready.set_function(lambda: 1 if loader.status == "ready" else 0)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> Any:
-        loading = threading.Thread(target=_load, name="perspectrum-load", daemon=True)
-        loading.start()
+        threading.Thread(target=loader.load, name="perspectrum-load", daemon=True).start()
         yield
         work.close()
-
-    def _load() -> None:
-        loader.load()
-        metrics.ready.set(1 if loader.status == "ready" else 0)
 
     # FastAPIOffline: /docs and /redoc from files in the package, not from a CDN
     app = FastAPIOffline(title="perspectrum", version=__version__, lifespan=lifespan,
@@ -440,18 +439,13 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
                       if loader.status == "loading" else f"the pipeline failed to load: {loader.error}")
             return _problem(503, detail, {"Retry-After": "5"})
         try:
-            metrics.accepted.inc()
             return await work.run(work_fn, *args)
         except Busy as busy:
             metrics.rejected.inc()
             return _problem(503, f"all {work.workers} workers are busy and {work.limit - work.workers} requests "
                                  "wait; retry later", {"Retry-After": str(busy.retry_after)})
-        except ClaimError as exc:
-            return _problem(422, str(exc))
-        except PerspectrumError as exc:
+        except PerspectrumError as exc:  # claims are checked before they get here: an index not built
             return _problem(503, str(exc))
-        finally:
-            metrics.accepted.dec()
 
     answers = {200: {}, 400: {"model": Problem, "description": "the body is not UTF-8 JSON"}, 401: {"model": Problem},
                413: {"model": Problem}, 422: {"model": Problem},
