@@ -107,8 +107,11 @@ class Method(str, Enum):
 
 
 class System(str, Enum):
+    """The built-in systems of `evaluate --system`; any other is named package.module:Class."""
+
     ir = "ir"
     trained = "trained"
+    light = "light"
     pipeline = "pipeline"
 
 
@@ -449,8 +452,16 @@ def train(
 
 @app.command()
 def evaluate(
-    system: Annotated[System, typer.Option(help="Which system to score.")] = System.ir,
+    system: Annotated[str, typer.Option(
+        metavar="NAME|package.module:Class",
+        help="ir, trained, light, pipeline, or any system of the harness's protocol (perspectrum.eval.harness), "
+             "imported from the current folder or the Python path.")] = System.ir.value,
     split: Annotated[Split, typer.Option(help="Split to score; thresholds are always tuned on dev.")] = Split.test,
+    oracle: Annotated[Optional[list[str]], typer.Option(
+        "--oracle", metavar="STAGE", help="Give STAGE gold input (relevance, stance, equivalence, evidence; repeat "
+        "or comma-separate): each task is reported on the system's own input and on gold input.")] = None,
+    harness: Annotated[bool, typer.Option("--harness", help="Score ir, trained or pipeline through the harness, "
+                                          "as any system is, instead of their detailed reports.")] = False,
     json_path: JsonOut = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write curves as PNG here (IR: recall@k; trained: PR).")] = None,
     data_dir: DataDir = None,
@@ -458,12 +469,36 @@ def evaluate(
     models_dir: ModelsDir = None,
     no_verify: NoVerify = False,
 ) -> None:
-    """Score a system with T1–T5 beside the paper's numbers."""
+    """Score a system with T1–T5: ours beside the paper's numbers, or any system through the harness.
+
+    ir, trained and pipeline give their detailed reports; a package.module:Class system,
+    light, --oracle or --harness go through the harness, which scores every system alike.
+    """
     from perspectrum._io import write_json
     from perspectrum.data import load_dataset
+    from perspectrum.eval.harness import SpecError, evaluate_system, load_system, oracle_stages
 
+    builtin = system in {s.value for s in System}
+    try:
+        gold_stages = oracle_stages(oracle or ())
+        chosen = None if builtin else load_system(system)
+    except SpecError as exc:
+        raise _error(exc, 2) from None
     dataset = load_dataset(data_dir, verify=not no_verify)
-    if system is System.pipeline:
+    if chosen is not None or gold_stages or harness or system == System.light.value:
+        from perspectrum.eval.report import harness_summary, harness_table
+        from perspectrum.eval.systems import builtin_system
+
+        if plot:
+            raise PerspectrumError("--plot draws the ir and trained systems' curves; the harness has none")
+        if chosen is None:
+            chosen = builtin_system(system, data_dir, index_dir, models_dir, verify=not no_verify)
+        result = evaluate_system(chosen, dataset, split.value, gold_stages, spec=system, show_progress=True)
+        console.print(harness_table(result))
+        for line in harness_summary(result):
+            _say(line)
+        draw: Any = None  # the harness has no curves
+    elif system == System.pipeline.value:
         from perspectrum.eval.pipeline import evaluate_pipeline
         from perspectrum.eval.report import pipeline_summary, pipeline_table
         from perspectrum.pipeline import Pipeline
@@ -478,8 +513,8 @@ def evaluate(
             console.print(line)
         stages = ", ".join(f"{k} {v / result['claims'] * 1000:.0f}" for k, v in result["stage_seconds"].items())
         console.print(f"ms per claim (batches of {result['batch_size']}): {stages}")
-        draw: Any = None  # the pipeline has no curves
-    elif system is System.trained:
+        draw = None  # the pipeline has no curves
+    elif system == System.trained.value:
         from perspectrum.eval.report import plot_pr_curves, trained_table
         from perspectrum.eval.trained import evaluate_trained
 
@@ -616,6 +651,121 @@ def models_install(
     manifest = install_models(source, target, data_checksum(resolve_data_dir(data_dir)), show_progress=True)
     _say(f"installed {', '.join(manifest['entries'])} into {target} ({len(manifest['files'])} files "
          f"verified; made by perspectrum {manifest['perspectrum_version']} on {manifest['created']})")
+
+
+DocumentFile = Annotated[Path, typer.Argument(
+    help="A UTF-8 text file: an essay, a web page's text, a transcript (at most 300,000 characters).",
+    show_default=False)]
+ClaimOption = Annotated[Optional[str], typer.Option("--claim", help="The claim the text argues about.",
+                                                    show_default=False)]
+
+
+def _document_and_claim(file: Path, claim: str | None) -> tuple[str, str]:
+    """The file's text and the claim, checked; a missing or bad claim exits 2 as in `discover`."""
+    from perspectrum.document import read_document
+    from perspectrum.pipeline import ClaimError, check_claim
+
+    if claim is None:
+        raise _error(PerspectrumError('give the claim the text argues about: --claim "…"'), 2)
+    try:
+        claim = check_claim(claim)
+    except ClaimError as exc:
+        raise _error(exc, 2) from None
+    return read_document(file), claim
+
+
+def _append_units(pool: Path, source: Path, units: list[Any]) -> int:
+    """Add ``units`` to the JSONL pool at ``pool`` (made if missing) as {"id", "text"}
+    records, skipping texts it already holds; the file is rewritten whole and renamed into
+    place, so an interrupted run leaves it as it was. Returns how many were added."""
+    from perspectrum._io import atomic_write
+    from perspectrum.data import Pool
+
+    existing = Pool.from_jsonl(pool, "perspectives") if pool.exists() else None
+    held = set(existing.texts) if existing else set()
+    ids = {str(i) for i in existing.ids} if existing else set()
+    rows = [u for u in units if u.text not in held]
+    before = pool.read_bytes() if existing else b""
+    if before and not before.endswith(b"\n"):
+        before += b"\n"
+    lines = []
+    for unit in rows:
+        doc_id = f"{source.name}:{unit.start}-{unit.end}"
+        n = 1
+        while doc_id in ids:
+            n += 1
+            doc_id = f"{source.name}:{unit.start}-{unit.end}#{n}"
+        ids.add(doc_id)
+        lines.append(json.dumps({"id": doc_id, "text": unit.text, "stance": unit.stance}, ensure_ascii=False))
+    atomic_write(pool, lambda tmp: tmp.write_bytes(before + "".join(f"{line}\n" for line in lines).encode()))
+    return len(lines)
+
+
+@app.command()
+def mine(
+    file: DocumentFile,
+    claim: ClaimOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the units as JSON (offsets into the file's text).")] = False,
+    add_to: Annotated[Optional[Path], typer.Option(
+        "--add-to", help="Append the units to this perspectives pool (JSONL) for `discover --perspectives`.")] = None,
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    models_dir: ModelsDir = None,
+    no_verify: NoVerify = False,
+) -> None:
+    """Find the argument units of a text for a claim: spans (some shorter than a sentence)
+    with their stance, highlighted in the text."""
+    text, claim_text = _document_and_claim(file, claim)
+    pipe = _pipeline(data_dir, index_dir, models_dir, no_verify, None, None)
+    units = pipe.mine(text, claim_text)
+    if as_json:
+        typer.echo(json.dumps({"claim": claim_text, "file": str(file), "characters": len(text),
+                               "units": [u.to_dict() for u in units]}, indent=2, ensure_ascii=True))
+    else:
+        from perspectrum.display import mined
+
+        console.print(mined(text, units))
+    if add_to is not None:
+        added = _append_units(add_to, file, units)
+        typer.echo(f"added {added} of {len(units)} units to {printable(str(add_to))}", err=True)
+
+
+@app.command()
+def match(
+    file: DocumentFile,
+    claim: ClaimOption = None,
+    arguments: Annotated[Optional[Path], typer.Option(
+        "--arguments", help="The arguments to look for, one per line [default: the claim's perspectives, "
+                            "as `discover` finds them].")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answers as JSON.")] = False,
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    models_dir: ModelsDir = None,
+    no_verify: NoVerify = False,
+) -> None:
+    """Tell which arguments a speech, essay or transcript makes, each with the sentence that makes it."""
+    from perspectrum.document import read_document
+    from perspectrum.matching import check_arguments
+
+    text, claim_text = _document_and_claim(file, claim)
+    listed = None
+    if arguments is not None:
+        lines = read_document(arguments, what="argument list").splitlines()
+        try:
+            listed = check_arguments(lines)
+        except PerspectrumError as exc:
+            raise PerspectrumError(f"{arguments}: {exc}") from None
+    pipe = _pipeline(data_dir, index_dir, models_dir, no_verify, None, None)
+    results = pipe.match(text, claim_text, listed)
+    if as_json:
+        typer.echo(json.dumps({"claim": claim_text, "file": str(file), "arguments": [r.to_dict() for r in results]},
+                              indent=2, ensure_ascii=True))
+        return
+    from perspectrum.display import matched
+
+    console.print(matched(results))
+    made = sum(r.made for r in results)
+    console.print(f"the text makes {made} of {len(results)} arguments")
 
 
 def main() -> None:

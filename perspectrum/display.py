@@ -24,6 +24,9 @@ from rich.table import Table
 from rich.text import Text
 
 from perspectrum._progress import literal, printable
+from perspectrum.document import paragraphs
+from perspectrum.matching import ArgumentMatch
+from perspectrum.mining import MinedUnit
 from perspectrum.results import DiscoveredPerspective, Discovery, EvidenceHit
 
 #: Characters of paragraph shown on either side of the highlighted window.
@@ -95,3 +98,53 @@ def explain(result: Discovery) -> Iterable[RenderableType]:
         candidates.add_row(literal(row["id"]), f"{row['model']:.3f}", f"{row['cosine']:.3f}", f"{row['score']:.3f}",
                            "✓" if row["kept"] else "")
     yield candidates
+
+
+#: Styles of a mined unit by stance, in the highlighted text and the table.
+STANCE_STYLE = {"support": "bold green", "undermine": "bold red"}
+
+
+def mined(text: str, units: Iterable[MinedUnit]) -> RenderableType:
+    """The paragraphs of ``text`` that hold units, each unit highlighted by its stance and
+    numbered as in the table below them; paragraphs without units are left out ("…").
+    Offsets index the original text, so it is cut at them before any character is made
+    printable (an escape is longer than the character it stands for)."""
+    units = list(units)
+    if not units:
+        return Text("no argument units found for the claim", style="dim")
+    shown = Text()
+    for para in paragraphs(text):
+        inside = [(n, u) for n, u in enumerate(units, 1) if para.start <= u.start < para.end]
+        if not inside:
+            continue
+        if shown:
+            shown.append("\n…\n")
+        cursor = para.start
+        for n, unit in inside:
+            shown.append(printable(text[cursor:unit.start]))
+            shown.append(f"[{n}]", style="dim")
+            shown.append(printable(text[unit.start:unit.end]), style=STANCE_STYLE[unit.stance])
+            cursor = unit.end
+        shown.append(printable(text[cursor:para.end]))
+    table = Table(title="argument units (start–end are character offsets)")
+    for column, justify in (("#", "right"), ("stance", "left"), ("score", "right"), ("start–end", "right"),
+                            ("unit", "left")):
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for n, unit in enumerate(units, 1):
+        table.add_row(str(n), Text(unit.stance, style=STANCE_STYLE[unit.stance]), f"{unit.score:.2f}",
+                      f"{unit.start}–{unit.end}", literal(unit.text))
+    return Group(Panel(shown, title="units in the text", title_align="left"), table)
+
+
+def matched(results: Iterable[ArgumentMatch]) -> Table:
+    """One row per argument: made or not, its score, and the sentence that makes it best."""
+    table = Table(title="arguments the text makes")
+    for column, justify in (("made", "left"), ("score", "right"), ("argument", "left"),
+                            ("best sentence (offsets)", "left")):
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for found in results:
+        where = Text() if found.sentence is None else literal(
+            f"{found.sentence.text} ({found.sentence.start}–{found.sentence.end})", "dim" if not found.made else "")
+        table.add_row(Text("yes", style="bold green") if found.made else Text("no", style="dim"),
+                      f"{found.score:.2f}", literal(found.argument), where)
+    return table

@@ -36,7 +36,10 @@ from perspectrum import config as folders
 from perspectrum._progress import say
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
+from perspectrum.document import check_document
 from perspectrum.index import IndexStore
+from perspectrum.matching import ArgumentMatch, MatchSettings, check_arguments, match
+from perspectrum.mining import MinedUnit, MineSettings, mine
 from perspectrum.results import (
     SCHEMA_VERSION,
     DiscoveredPerspective,
@@ -315,6 +318,31 @@ class Pipeline:
         for start in range(0, len(texts), batch_size):
             out += self._batch(texts[start:start + batch_size], top, evidence, explain)
         return out
+
+    # --------------------------------------------------------------- raw text
+    def mine(self, text: str, claim: str, settings: MineSettings | None = None) -> list[MinedUnit]:
+        """The argument units of ``text`` (an essay, a web page's text, a transcript) for
+        ``claim``: spans with character offsets into ``text``, possibly shorter than a
+        sentence, each with a stance and a score, in text order; non-argumentative text is
+        left out (see :mod:`perspectrum.mining`). ``settings`` default to the dev-tuned ones."""
+        text, claim = check_document(text), check_claim(claim)
+        context = self._get().context
+        return mine(text, claim, context.scorers, context.dense.encoder, self.settings["stance"]["threshold"],
+                    settings or MineSettings())
+
+    def match(self, text: str, claim: str, arguments: Sequence[str] | None = None,
+              settings: MatchSettings | None = None) -> list[ArgumentMatch]:
+        """Which ``arguments`` ``text`` makes, in the order given, each with its best
+        sentence (see :mod:`perspectrum.matching`). Without ``arguments``, the claim's
+        perspectives as :meth:`discover` finds them (each cluster's first phrasing)."""
+        text, claim = check_document(text), check_claim(claim)
+        if arguments is None:
+            arguments = [found.text for found in self.discover(claim, evidence=False).perspectives]
+            if not arguments:
+                raise PerspectrumError("no perspectives were found for the claim to match against; "
+                                       "give the arguments to look for")
+        return match(text, check_arguments(arguments), self._get().context.dense.encoder,
+                     settings or MatchSettings())
 
     def run_stages(self, claims: Sequence[str], until: str = STAGE_NAMES[-1]) -> list[ClaimState]:
         """Every claim's state after the stages up to and including ``until``, unrounded

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from perspectrum._io import atomic_write
+from perspectrum._progress import literal
 
 _TASKS = (("t1", "T1 relevance"), ("t2", "T2 stance"), ("t3", "T3 equivalence"), ("t4", "T4 evidence"))
 _PRF = (("precision", "P"), ("recall", "R"), ("f1", "F1"))
@@ -171,3 +173,67 @@ def plot_pr_curves(result: dict[str, Any], path: str | Path) -> Path:
     atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)
     return Path(path)
+
+
+#: The harness table's rows: result key, label, measures shown.
+_HARNESS_ROWS = (("retrieve", "Retrieval (candidates)", (("recall", "R (clusters)"),)),
+                 ("t1", "T1 relevance", _PRF), ("t2", "T2 stance (found pairs)", _PRF),
+                 ("t2_all", "T2 stance (all pairs)", _PRF), ("t3", "T3 equivalence", _PRF),
+                 ("t4", "T4 evidence (found clusters)", _PRF), ("t4_all", "T4 evidence (all clusters)", _PRF))
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def harness_table(result: dict[str, Any]) -> Table:
+    """A system through the harness: one row per task and measure, one column per input
+    (the system's own; with ``--oracle``, gold input beside it), T5 strict and found last.
+
+    A task the system does not answer has no row; a run that did not score it shows "-".
+    Tasks scored outside the chain (mine, match) get a row per numeric metric.
+    """
+    oracle = result["oracle"]
+    title = f"{result['system']} on {result['split']} through the harness, %"
+    if oracle:
+        title += f"  (gold input to {', '.join(oracle)})"
+    table = Table(title=literal(title, "table.title"))
+    table.add_column("task")
+    table.add_column("", style="dim")
+    sides = ["own"] + (["gold"] if oracle else [])
+    for side in sides:
+        table.add_column(f"{side} input", justify="right")
+    rows = {key: (label, fields) for key, label, fields in _HARNESS_ROWS}
+    for key, scores in result["tasks"].items():
+        label, fields = rows.get(key) or (key, tuple((m, m) for m, v in (scores["own"] or {}).items()
+                                                      if isinstance(v, (int, float))))
+        for n, (field, short) in enumerate(fields):
+            table.add_row(literal(label) if n == 0 else "", short,
+                          *(_cell((scores[side] or {}).get(field)) for side in sides),
+                          end_section=n == len(fields) - 1)
+    for key, label in (("t5_all", "T5 strict (all pairs, all clusters)"),
+                       ("t5", "T5 found (found pairs, found clusters)")):
+        if any(result[key][side] is not None for side in sides):
+            table.add_row(label, "", *(_cell(result[key][side]) for side in sides))
+    return table
+
+
+def harness_summary(result: dict[str, Any]) -> list[str]:
+    """Under the harness table: what each stage read, how much gold reached it, what the
+    system chose in ``prepare``, what was not scored, and the time, one line each."""
+    lines = []
+    for side in ("own", "gold"):
+        read, coverage = result["inputs"][side], result["coverage"][side]
+        if read is None:
+            continue
+        shown = ", ".join(f"{stage} ← {source}" + (f" ({coverage[stage]:.1f} % of gold)" if stage in coverage else "")
+                          for stage, source in read.items())
+        lines.append(f"{side} input: {shown}")
+    if result["settings"] is not None:
+        lines.append(f"settings: {json.dumps(result['settings'])}")
+    for task, why in result["unscored"].items():
+        lines.append(f"{task}: not scored ({why})")
+    seconds = result["stage_seconds"]
+    runs = [f"{side} {sum(seconds[side].values()):.1f} s" for side in ("own", "gold") if seconds[side] is not None]
+    lines.append(f"seconds: prepare {seconds['prepare']:.1f}, {', '.join(runs)}")
+    return lines

@@ -1,0 +1,57 @@
+"""Tune and score `mine` and `match` on PERSPECTRUM (dev-tuned; the split named scored once).
+
+    python eval/text_tasks.py mine --split dev     # tune on dev → eval/results/mine_dev.json
+    python eval/text_tasks.py mine --split test    # score test with dev's choice → eval/results/mine_test.json
+
+What each measures is in :mod:`perspectrum.eval.mining` and :mod:`perspectrum.eval.matching`.
+The settings dev chooses are the defaults of :class:`perspectrum.mining.MineSettings` and
+:class:`perspectrum.matching.MatchSettings`; scoring test refuses to run while they differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from perspectrum._io import write_json
+from perspectrum.data import load_dataset
+from perspectrum.eval.matching import evaluate_match, tune_match
+from perspectrum.eval.mining import evaluate_mine, tune_mine
+from perspectrum.matching import MatchSettings
+from perspectrum.mining import MineSettings
+from perspectrum.pipeline import Pipeline
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task", choices=("mine", "match"))
+    parser.add_argument("--split", choices=("dev", "test"), default="dev",
+                        help="dev: tune, writing <task>_dev.json; test: score with the settings dev chose")
+    args = parser.parse_args()
+    dataset = load_dataset(verify=False)
+    pipe = Pipeline.load(verify=False, show_progress=True)
+    pipe.warm_up()
+    dev_path = RESULTS / f"{args.task}_dev.json"
+    if args.split == "dev":
+        result = (tune_mine if args.task == "mine" else tune_match)(dataset, pipe, show_progress=True)
+    else:
+        tuned = json.loads(dev_path.read_text())
+        chosen = tuned["setting"] if args.task == "mine" else tuned["systems"]["competitive_sentence_max"]["setting"]
+        default = asdict(MineSettings() if args.task == "mine" else MatchSettings())
+        if chosen != default:
+            sys.exit(f"the code's defaults {default} are not what dev chose ({chosen}, {dev_path}): "
+                     "make them so before scoring test")
+        result = (evaluate_mine(dataset, pipe, show_progress=True) if args.task == "mine"
+                  else evaluate_match(dataset, pipe, tuned, show_progress=True))
+    path = write_json(RESULTS / f"{args.task}_{args.split}.json", result)
+    print(json.dumps({k: v for k, v in result.items() if k != "tried"}, indent=1))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
