@@ -240,3 +240,26 @@ def evaluate_match(dataset: Dataset, pipe: Any, tuned: dict[str, Any], split: st
             "margin_over_embedding": round(systems["competitive_sentence_max"][split]["accuracy"]
                                            - systems["embedding_sentence_max"][split]["accuracy"], 2),
             "seconds": round(time.perf_counter() - started, 1)}
+
+
+def score_system(system: Any, dataset: Dataset, split: str, show_progress: bool = False) -> dict[str, float]:
+    """Any system's ``match`` on ``split`` (the harness's scorer): the documents of
+    :func:`match_documents`, answered in batches, scored by :func:`score_decisions`."""
+    from perspectrum.eval.harness import BATCH_SIZE
+    from perspectrum.eval.systems import reference_pipeline
+
+    docs = match_documents(dataset, split, _searcher(reference_pipeline(system, dataset)))
+    decisions: list[list[bool]] = []
+    with progress(f"match {split}", len(docs), enabled=show_progress) as advance:
+        for start in range(0, len(docs), BATCH_SIZE):
+            batch = docs[start:start + BATCH_SIZE]
+            answers = system.match([d.text for d in batch], [d.claim for d in batch], [list(d.arguments) for d in batch])
+            if not isinstance(answers, (list, tuple)) or len(answers) != len(batch):
+                raise PerspectrumError(f"match must answer for each of the {len(batch)} texts it was given")
+            for doc, answer in zip(batch, answers):
+                if not isinstance(answer, (list, tuple)) or len(answer) != len(doc.arguments):
+                    raise PerspectrumError(f"claim {doc.cid}: match must answer one true/false per argument "
+                                           f"({len(doc.arguments)})")
+                decisions.append([bool(a) for a in answer])
+            advance(len(batch))
+    return _percent(score_decisions(docs, decisions))
