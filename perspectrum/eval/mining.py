@@ -137,7 +137,7 @@ def _f2(share: float, precision: float) -> float:
 #: What dev tuning maximises: F2 of cluster hit share and unit precision. Mined units feed
 #: `discover` pools (``--add-to``), whose relevance and clustering stages filter them
 #: again, and a perspective the miner leaves out is lost for good; so a miss costs more
-#: than an extra unit. (F1 chose about one unit per paragraph on dev; F2 about three.)
+#: than an extra unit.
 OBJECTIVE = "f2"
 
 CLAIMS = (0.0, 0.5, 1.0)
