@@ -32,10 +32,10 @@ import numpy as np
 from perspectrum._progress import progress
 from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.ir import best_of
 from perspectrum.eval.metrics import f1
 from perspectrum.mining import Candidates, MinedUnit, MineSettings, non_overlapping, read_candidates
 from perspectrum.rules import blend
+
 
 @dataclass(frozen=True)
 class MineDocument:
