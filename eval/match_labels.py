@@ -1,0 +1,86 @@
+"""How clean are the `match` benchmark's "not made" labels? A dev-only study.
+
+    python eval/match_labels.py      # → eval/results/match_labels_dev.json
+
+The benchmark (:mod:`perspectrum.eval.matching`) labels every retrieved perspective outside
+the claim's gold clusters "not made". PERSPECTRUM repeats topics across debates, so some of
+those are paraphrases of a gold perspective that the speech does make, and no reader can
+both say "made" for the gold one and "not made" for its paraphrase. This counts them: a
+wrong candidate is *ambiguous* when our equivalence judge (the model blended with the
+cosine and cut as the clustering stage does, as `mine` is judged) finds it equivalent to a
+perspective of a gold cluster of the same claim whose evidence is in the speech. It then
+scores the shipped setting and the embedding baseline (``match_dev.json``'s settings) on
+every candidate and with the ambiguous ones left out, to show how much of the gap between
+them the label noise hides. Dev only: nothing here chooses a setting.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from perspectrum._io import write_json
+from perspectrum.data import load_dataset
+from perspectrum.eval.matching import MatchDocument, Scored, _percent, _searcher, decide, match_documents, score_decisions
+from perspectrum.eval.mining import Judge
+from perspectrum.matching import MatchSettings, margins, read_text
+from perspectrum.pipeline import Pipeline
+
+RESULTS = Path(__file__).parent / "results"
+SYSTEMS = ("competitive_sentence_max", "embedding_sentence_max")
+
+
+def main() -> None:
+    started = time.perf_counter()
+    dataset = load_dataset(verify=False)
+    pipe = Pipeline.load(verify=False, show_progress=True)
+    tuned = json.loads((RESULTS / "match_dev.json").read_text())
+    docs = match_documents(dataset, "dev", _searcher(pipe))
+    triples, where = [], []
+    for d, doc in enumerate(docs):
+        claim = dataset.claims[doc.cid]
+        made = [k for k in claim.clusters if k.evidence]
+        for a, pid in enumerate(doc.pids):
+            if pid in claim.gold_pids:
+                continue
+            for cluster in made:
+                triples += [(doc.claim, doc.arguments[a], dataset.perspectives[p].text) for p in cluster.pids]
+                where += [(d, a)] * len(cluster.pids)
+    judge = Judge(pipe.scorers, pipe.store.encoder)
+    ambiguous = {key for key, score in zip(where, judge.scores(triples)) if score >= judge.threshold}
+    scored = []
+    for doc in docs:
+        _, sentence_cosine, paragraph_cosine = read_text(doc.text, doc.arguments, pipe.store.encoder)
+        _, top, sentence_margin = margins(sentence_cosine)
+        _, _, paragraph_margin = margins(paragraph_cosine)
+        scored.append(Scored(top, sentence_margin, paragraph_margin, np.zeros((len(top), 0)), np.zeros((len(top), 0))))
+    keep = [[(d, a) not in ambiguous for a in range(len(doc.pids))] for d, doc in enumerate(docs)]
+    clean = [MatchDocument(doc.cid, doc.claim, doc.text, *(tuple(x for x, k in zip(column, kept) if k)
+                                                          for column in (doc.arguments, doc.pids, doc.made)))
+             for doc, kept in zip(docs, keep)]
+    systems = {}
+    for name in SYSTEMS:
+        decisions = decide(scored, MatchSettings(**tuned["systems"][name]["setting"]))
+        kept = [[s for s, k in zip(said, kept) if k] for said, kept in zip(decisions, keep)]
+        systems[name] = {"setting": tuned["systems"][name]["setting"],
+                         "all_candidates": _percent(score_decisions(docs, decisions)),
+                         "ambiguous_left_out": _percent(score_decisions(clean, kept))}
+    wrong = sum(pid not in dataset.claims[doc.cid].gold_pids for doc in docs for pid in doc.pids)
+    result = {"split": "dev", "judge": {"weight": judge.weight, "threshold": judge.threshold},
+              "documents": len(docs), "wrong_candidates": wrong, "ambiguous": len(ambiguous),
+              "ambiguous_share_of_wrong": round(100 * len(ambiguous) / max(1, wrong), 2),
+              "documents_with_ambiguous": len({d for d, _ in ambiguous}), "systems": systems,
+              "margin_over_embedding": {view: round(systems[SYSTEMS[0]][view]["accuracy"]
+                                                    - systems[SYSTEMS[1]][view]["accuracy"], 2)
+                                        for view in ("all_candidates", "ambiguous_left_out")},
+              "seconds": round(time.perf_counter() - started, 1)}
+    path = write_json(RESULTS / "match_labels_dev.json", result)
+    print(json.dumps(result, indent=1))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
