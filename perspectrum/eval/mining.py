@@ -226,7 +226,8 @@ def tune_mine(dataset: Dataset, pipe: Any, tune_split: str = "dev", show_progres
 
     Returns:
         A JSON-ready dict: the chosen setting (``MineSettings``' defaults are set to it),
-        its figures, the relevance-only figures, and every weighting tried.
+        its figures, the relevance-only figures, the ceiling of the candidates (every one
+        kept, overlaps and all: no cut can reach more clusters), and every weighting tried.
     """
     started = time.perf_counter()
     judge = Judge(pipe.scorers, pipe.store.encoder)
@@ -234,9 +235,13 @@ def tune_mine(dataset: Dataset, pipe: Any, tune_split: str = "dev", show_progres
     scored = score_candidates(dataset, docs, pipe, judge, show_progress)
     setting, figures, tried = choose(docs, scored)
     relevance_only = max(_sweep(docs, scored, MineSettings(0.0, 0.0, 0.0, 0.0)), key=lambda row: row[OBJECTIVE])
+    every = score_units(dataset, docs, scored.verdicts)
     return {"system": pipe.system, "tuned_on": tune_split, "objective": OBJECTIVE, "setting": asdict(setting),
             "judge": {"weight": judge.weight, "threshold": judge.threshold}, tune_split: figures,
-            "relevance_only": _percent(relevance_only), "tried": tried,
+            "relevance_only": _percent(relevance_only),
+            "every_candidate": _percent({k: every[k] for k in ("cluster_hit_share", "unit_precision",
+                                                               "units_per_document")}),
+            "tried": tried,
             "candidates_per_document": round(sum(len(c.spans) for c in scored.candidates) / max(1, len(docs)), 2),
             "seconds": round(time.perf_counter() - started, 1)}
 
