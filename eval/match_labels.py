@@ -20,13 +20,12 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.eval.matching import MatchDocument, Scored, _percent, _searcher, decide, match_documents, score_decisions
+from perspectrum.eval.matching import (MatchDocument, _percent, _searcher, decide, match_documents, score_decisions,
+                                       score_documents)
 from perspectrum.eval.mining import Judge
-from perspectrum.matching import MatchSettings, margins, read_text
+from perspectrum.matching import MatchSettings
 from perspectrum.pipeline import Pipeline
 
 RESULTS = Path(__file__).parent / "results"
@@ -39,24 +38,20 @@ def main() -> None:
     pipe = Pipeline.load(verify=False, show_progress=True)
     tuned = json.loads((RESULTS / "match_dev.json").read_text())
     docs = match_documents(dataset, "dev", _searcher(pipe))
-    triples, where = [], []
+    triples, where, wrong = [], [], 0
     for d, doc in enumerate(docs):
         claim = dataset.claims[doc.cid]
         made = [k for k in claim.clusters if k.evidence]
         for a, pid in enumerate(doc.pids):
             if pid in claim.gold_pids:
                 continue
+            wrong += 1
             for cluster in made:
                 triples += [(doc.claim, doc.arguments[a], dataset.perspectives[p].text) for p in cluster.pids]
                 where += [(d, a)] * len(cluster.pids)
     judge = Judge(pipe.scorers, pipe.store.encoder)
     ambiguous = {key for key, score in zip(where, judge.scores(triples)) if score >= judge.threshold}
-    scored = []
-    for doc in docs:
-        _, sentence_cosine, paragraph_cosine = read_text(doc.text, doc.arguments, pipe.store.encoder)
-        _, top, sentence_margin = margins(sentence_cosine)
-        _, _, paragraph_margin = margins(paragraph_cosine)
-        scored.append(Scored(top, sentence_margin, paragraph_margin, np.zeros((len(top), 0)), np.zeros((len(top), 0))))
+    scored = score_documents(docs, pipe.scorers, pipe.store.encoder, show_progress=True, max_depth=0)
     keep = [[(d, a) not in ambiguous for a in range(len(doc.pids))] for d, doc in enumerate(docs)]
     clean = [MatchDocument(doc.cid, doc.claim, doc.text, *(tuple(x for x, k in zip(column, kept) if k)
                                                           for column in (doc.arguments, doc.pids, doc.made)))
@@ -68,7 +63,6 @@ def main() -> None:
         systems[name] = {"setting": tuned["systems"][name]["setting"],
                          "all_candidates": _percent(score_decisions(docs, decisions)),
                          "ambiguous_left_out": _percent(score_decisions(clean, kept))}
-    wrong = sum(pid not in dataset.claims[doc.cid].gold_pids for doc in docs for pid in doc.pids)
     result = {"split": "dev", "judge": {"weight": judge.weight, "threshold": judge.threshold},
               "documents": len(docs), "wrong_candidates": wrong, "ambiguous": len(ambiguous),
               "ambiguous_share_of_wrong": round(100 * len(ambiguous) / max(1, wrong), 2),

@@ -120,20 +120,22 @@ class Scored:
     model: np.ndarray  # arguments × depth
 
 
-def score_documents(docs: Sequence[MatchDocument], scorers: Any, encoder: Any,
-                    show_progress: bool = False) -> list[Scored]:
-    """Every document's :class:`Scored` (the cross-encoder read at :data:`MAX_DEPTH`)."""
+def score_documents(docs: Sequence[MatchDocument], scorers: Any, encoder: Any, show_progress: bool = False,
+                    max_depth: int = MAX_DEPTH) -> list[Scored]:
+    """Every document's :class:`Scored`, the cross-encoder read at ``max_depth`` (0: the
+    cosine and the margins alone, for :class:`perspectrum.matching.MatchSettings`)."""
     out = []
     with progress("match documents", len(docs), enabled=show_progress) as advance:
         for doc in docs:
             found, sentence_cosine, paragraph_cosine = read_text(doc.text, doc.arguments, encoder)
             _, top, sentence_margin = margins(sentence_cosine)
             _, _, paragraph_margin = margins(paragraph_cosine)
-            depth = min(MAX_DEPTH, sentence_cosine.shape[1])
+            depth = min(max_depth, sentence_cosine.shape[1])
             nearest = np.argsort(-sentence_cosine, axis=1, kind="stable")[:, :depth]
             triples = [(doc.claim, argument, found[j].text) for a, argument in enumerate(doc.arguments)
                        for j in nearest[a]]
-            model = np.asarray(scorers.equivalence(triples), dtype=np.float64).reshape(nearest.shape)
+            model = (np.asarray(scorers.equivalence(triples), dtype=np.float64).reshape(nearest.shape) if triples
+                     else np.zeros(nearest.shape))
             out.append(Scored(top, sentence_margin, paragraph_margin,
                               np.take_along_axis(sentence_cosine, nearest, axis=1), model))
             advance(1)
