@@ -1,6 +1,6 @@
 """Would a reader trained on PERSPECTRUM's evidence links lift `match`'s recall? A dev-only study.
 
-    python eval/match_trained.py      # → eval/results/match_trained_dev.json (about 35 min on 2 cores)
+    python eval/match_trained.py      # → eval/results/match_trained_dev.json (31 min on 2 cores)
 
 `match` misses about a third of the arguments a speech makes (``match_dev.json``), and
 ``match_labels_dev.json`` showed that this recall, not the noisy "not made" labels, keeps it
