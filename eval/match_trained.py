@@ -110,7 +110,7 @@ def main() -> None:
     shipped = MatchSettings()
 
     def ours(s: Scored) -> np.ndarray:
-        return s.top + shipped.sentence_margin * s.sentence_margin + shipped.paragraph_margin * s.paragraph_margin
+        return shipped.score(s.top, s.sentence_margin, s.paragraph_margin)
 
     def model_score(m: np.ndarray, rival: float) -> np.ndarray:
         _, top, margin = margins(m)

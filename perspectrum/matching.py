@@ -49,6 +49,11 @@ class MatchSettings:
     paragraph_margin: float = 1.0
     threshold: float = 0.69
 
+    def score(self, top: np.ndarray, sentence_margin: np.ndarray, paragraph_margin: np.ndarray) -> np.ndarray:
+        """Each argument's score from its best sentence cosine and its two margins (the
+        module docstring's rule; dev tuning reads stored margins through it too)."""
+        return top + self.sentence_margin * sentence_margin + self.paragraph_margin * paragraph_margin
+
 
 @dataclass(frozen=True)
 class ArgumentMatch:
@@ -105,7 +110,7 @@ def argument_scores(sentence_cosine: np.ndarray, paragraph_cosine: np.ndarray,
     """Each argument's score (see the module docstring) and the index of its best sentence."""
     best, top, sentence_margin = margins(sentence_cosine)
     _, _, paragraph_margin = margins(paragraph_cosine)
-    return top + settings.sentence_margin * sentence_margin + settings.paragraph_margin * paragraph_margin, best
+    return settings.score(top, sentence_margin, paragraph_margin), best
 
 
 def read_text(text: str, arguments: Sequence[str], encoder: Any) -> tuple[list[Span], np.ndarray, np.ndarray]:

@@ -151,8 +151,7 @@ def decide(scored: Sequence[Scored], settings: MatchSettings | CrossSettings) ->
             depth = min(settings.depth, doc.model.shape[1])
             score = blend(doc.model[:, :depth], doc.nearest_cosine[:, :depth], settings.weight).max(axis=1)
         else:
-            score = (doc.top + settings.sentence_margin * doc.sentence_margin
-                     + settings.paragraph_margin * doc.paragraph_margin)
+            score = settings.score(doc.top, doc.sentence_margin, doc.paragraph_margin)
         out.append([bool(v >= settings.threshold) for v in score])
     return out
 
