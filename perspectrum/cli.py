@@ -79,6 +79,19 @@ IndexDir = Annotated[
     typer.Option("--index-dir", help=f"Where indexes live [default: ${INDEX_ENV} or ./{DEFAULT_INDEX_DIR}]."),
 ]
 
+class BackendChoice(str, Enum):
+    embedded = "embedded"
+    lucene = "lucene"
+    milvus = "milvus"
+
+
+BackendOpt = Annotated[BackendChoice, typer.Option(
+    "--backend", help="Search engines: embedded (bm25s + faiss, in this process), lucene (BM25 in Lucene via "
+    "pyserini) or milvus (dense search in Milvus; milvus-lite unless --milvus-uri).")]
+MilvusUri = Annotated[Optional[str], typer.Option(
+    "--milvus-uri", help="The milvus backend's server, e.g. http://host:19530 [default: $PERSPECTRUM_MILVUS_URI "
+    "or milvus-lite's <index-dir>/milvus.db].")]
+
 ModelsDir = Annotated[
     Optional[Path],
     typer.Option("--models-dir", help=f"Where trained models live [default: ${MODELS_ENV} or ./{DEFAULT_MODELS_DIR}]."),
@@ -129,10 +142,11 @@ class Split(str, Enum):
     test = "test"
 
 
-def _store(index_dir: Path | None) -> Any:
+def _store(index_dir: Path | None, backend: BackendChoice = BackendChoice.embedded,
+           milvus_uri: str | None = None) -> Any:
     from perspectrum.index import IndexStore
 
-    return IndexStore(folders.index_dir(index_dir))
+    return IndexStore(folders.index_dir(index_dir), backend=backend.value, milvus_uri=milvus_uri)
 
 
 def _models_dir(models_dir: Path | None) -> Path:
@@ -200,15 +214,18 @@ def _own_pools(perspectives: Path | None, evidence: Path | None) -> tuple[Any, A
 
 
 def _pipeline(data_dir: Path | None, index_dir: Path | None, models_dir: Path | None, no_verify: bool,
-              perspectives: Path | None, evidence: Path | None) -> Any:
+              perspectives: Path | None, evidence: Path | None, backend: BackendChoice = BackendChoice.embedded,
+              milvus_uri: str | None = None) -> Any:
     """The pipeline over PERSPECTRUM's pools, or over both own pools when given."""
     from perspectrum.pipeline import Pipeline
 
     own = _own_pools(perspectives, evidence)
     root = _store(index_dir).root
+    engines = {"backend": backend.value, "milvus_uri": milvus_uri}
     if own is None:
-        return Pipeline.load(data_dir, root, models_dir, verify=not no_verify, show_progress=True)
-    return Pipeline.from_pools(*own, index_dir=root, models_dir=models_dir, data_dir=data_dir, show_progress=True)
+        return Pipeline.load(data_dir, root, models_dir, verify=not no_verify, show_progress=True, **engines)
+    return Pipeline.from_pools(*own, index_dir=root, models_dir=models_dir, data_dir=data_dir, show_progress=True,
+                               **engines)
 
 
 @index_app.command("build")
@@ -221,6 +238,8 @@ def index_build(
     no_verify: NoVerify = False,
     perspectives: OwnPerspectives = None,
     evidence: OwnEvidence = None,
+    backend: BackendOpt = BackendChoice.embedded,
+    milvus_uri: MilvusUri = None,
 ) -> None:
     """Build missing or stale indexes; reuse sound ones (a second run takes seconds).
 
@@ -232,15 +251,15 @@ def index_build(
     from perspectrum.pipeline import own_store
 
     own = _own_pools(perspectives, evidence)
-    store = _store(index_dir)
+    store = _store(index_dir, backend, milvus_uri)
     if own is None:
         dataset = load_dataset(data_dir, verify=not no_verify)
         pools = {name: (lambda name=name: _pool(dataset, store, name)) for name in POOL_NAMES}
     else:
-        store = own_store(store.root, *own)
+        store = own_store(store, *own)
         pools = {"perspectives": lambda: own[0], "evidence": lambda: own[1],
                  "sentences": lambda: store.sentences(own[1])}
-    table = Table(title=literal(f"indexes in {store.root}", "table.title"))
+    table = Table(title=literal(f"indexes in {store.root} ({store.backend} backend)", "table.title"))
     for column in ("pool", "kind", "documents", "status", "seconds"):
         table.add_column(column)
     for pool_name in POOL_NAMES if pool is PoolChoice.all else (pool.value,):
@@ -267,6 +286,8 @@ def search(
     index_dir: IndexDir = None,
     no_verify: NoVerify = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
+    backend: BackendOpt = BackendChoice.embedded,
+    milvus_uri: MilvusUri = None,
 ) -> None:
     """Search one pool with BM25, dense or hybrid retrieval (indexes built if missing)."""
     from perspectrum.data import load_dataset
@@ -276,7 +297,7 @@ def search(
     if pool is PoolChoice.all:
         raise PerspectrumError("search one pool at a time: --pool perspectives, evidence or sentences")
     dataset = load_dataset(data_dir, verify=not no_verify)
-    store = _store(index_dir)
+    store = _store(index_dir, backend, milvus_uri)
     docs = _pool(dataset, store, pool.value)
     if method is Method.hybrid:
         searcher: Any = HybridSearcher(store.open(docs, "bm25", show_progress=True),
@@ -310,6 +331,8 @@ def discover(
     no_verify: NoVerify = False,
     perspectives: OwnPerspectives = None,
     evidence: OwnEvidence = None,
+    backend: BackendOpt = BackendChoice.embedded,
+    milvus_uri: MilvusUri = None,
 ) -> None:
     """Find the perspectives on a claim: clustered, stanced, and backed by evidence.
 
@@ -323,7 +346,7 @@ def discover(
         check_claim(claim)
     except ClaimError as exc:
         raise _error(exc, 2) from None
-    pipe = _pipeline(data_dir, index_dir, models_dir, no_verify, perspectives, evidence)
+    pipe = _pipeline(data_dir, index_dir, models_dir, no_verify, perspectives, evidence, backend, milvus_uri)
     if explain:  # so the stage timings are the steady state, not the models' loading
         pipe.warm_up()
     result = pipe.discover(claim, top=top, evidence=not no_evidence, explain=explain)
@@ -468,6 +491,8 @@ def evaluate(
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
     no_verify: NoVerify = False,
+    backend: BackendOpt = BackendChoice.embedded,
+    milvus_uri: MilvusUri = None,
 ) -> None:
     """Score a system with T1–T5: ours beside the paper's numbers, or any system through the harness.
 
@@ -479,6 +504,9 @@ def evaluate(
     from perspectrum.eval.harness import SpecError, evaluate_system, load_system, oracle_stages
 
     builtin = system in {s.value for s in System}
+    if backend is not BackendChoice.embedded and (system not in (System.ir.value, System.pipeline.value)
+                                                   or oracle or harness):
+        raise _error(PerspectrumError("--backend applies to the ir and pipeline reports (not the harness)"), 2)
     try:
         gold_stages = oracle_stages(oracle or ())
         chosen = None if builtin else load_system(system)
@@ -506,7 +534,7 @@ def evaluate(
         if plot:
             raise PerspectrumError("--plot draws the ir and trained systems' curves; the pipeline has none")
         pipe = Pipeline.load(data_dir, _store(index_dir).root, _models_dir(models_dir), verify=not no_verify,
-                             show_progress=True)
+                             show_progress=True, backend=backend.value, milvus_uri=milvus_uri)
         result = evaluate_pipeline(dataset, pipe, split=split.value, show_progress=True)
         console.print(pipeline_table(result))
         for line in pipeline_summary(result):
@@ -530,7 +558,7 @@ def evaluate(
         from perspectrum.eval.ir import evaluate_ir
         from perspectrum.eval.report import ir_table, ir_tuning, plot_recall_curves
 
-        result = evaluate_ir(dataset, _store(index_dir), split=split.value, show_progress=True)
+        result = evaluate_ir(dataset, _store(index_dir, backend, milvus_uri), split=split.value, show_progress=True)
         console.print(ir_table(result))
         for line in ir_tuning(result):
             console.print(f"tuned on {result['tuned_on']}: {line}")

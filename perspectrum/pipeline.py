@@ -37,7 +37,7 @@ from perspectrum._progress import say
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.document import check_document
-from perspectrum.index import IndexStore
+from perspectrum.index import DEFAULT_BACKEND, IndexStore
 from perspectrum.matching import ArgumentMatch, MatchSettings, check_arguments, match
 from perspectrum.mining import MinedUnit, MineSettings, mine
 from perspectrum.results import (
@@ -189,27 +189,32 @@ class Pipeline:
     @classmethod
     def load(cls, data_dir: str | Path | None = None, index_dir: str | Path | None = None,
              models_dir: str | Path | None = None, config: PipelineConfig | None = None, verify: bool = True,
-             show_progress: bool = False, scorers: Scorers | None = None) -> Pipeline:
+             show_progress: bool = False, scorers: Scorers | None = None, backend: str = DEFAULT_BACKEND,
+             milvus_uri: str | None = None) -> Pipeline:
         """A pipeline over PERSPECTRUM's perspective and evidence pools (read from
         ``data_dir`` or ``$PERSPECTRUM_DATA``, checksums verified unless ``verify=False``).
 
         Folders resolve as the CLI's do: ``index_dir`` or ``$PERSPECTRUM_INDEXES`` or
         ``./indexes``; ``models_dir`` or ``$PERSPECTRUM_MODELS`` or ``./models``.
+        ``backend`` picks the search engines (:data:`perspectrum.index.BACKENDS`); models
+        trained with one backend's indexes serve with any other's.
         """
         from perspectrum.data import load_dataset
 
         dataset = load_dataset(data_dir, verify=verify)
+        store = IndexStore(folders.index_dir(index_dir), backend=backend, milvus_uri=milvus_uri)
         return cls(Pool.from_dataset(dataset, "perspectives"), Pool.from_dataset(dataset, "evidence"),
-                   IndexStore(folders.index_dir(index_dir)), models_dir, config, data_dir, show_progress,
-                   scorers=scorers)
+                   store, models_dir, config, data_dir, show_progress, scorers=scorers,
+                   data_store=None if backend == DEFAULT_BACKEND else IndexStore(store.root))
 
     @classmethod
     def from_pools(cls, perspectives: Pool | str | Path, evidence: Pool | str | Path,
                    index_dir: str | Path | None = None, models_dir: str | Path | None = None,
                    config: PipelineConfig | None = None, data_dir: str | Path | None = None,
-                   show_progress: bool = False, scorers: Scorers | None = None) -> Pipeline:
+                   show_progress: bool = False, scorers: Scorers | None = None, backend: str = DEFAULT_BACKEND,
+                   milvus_uri: str | None = None) -> Pipeline:
         """A pipeline over your own sentences and paragraphs (pools or JSONL files of
-        ``{"id", "text"}``).
+        ``{"id", "text"}``), searched by ``backend``'s engines.
 
         Their indexes live under ``<index_dir>/own/<fingerprint>/``, one folder per pair
         of pools, so they never replace PERSPECTRUM's. The models are the ones trained
@@ -218,9 +223,9 @@ class Pipeline:
         pools = [p if isinstance(p, Pool) else Pool.from_jsonl(p, name)
                  for p, name in ((perspectives, "perspectives"), (evidence, "evidence"))]
         pools = [Pool(name, p.ids, p.texts) for p, name in zip(pools, ("perspectives", "evidence"))]
-        root = folders.index_dir(index_dir)
-        return cls(*pools, own_store(root, *pools), models_dir, config, data_dir, show_progress,
-                   data_store=IndexStore(root), scorers=scorers)
+        store = IndexStore(folders.index_dir(index_dir), backend=backend, milvus_uri=milvus_uri)
+        return cls(*pools, own_store(store, *pools), models_dir, config, data_dir, show_progress,
+                   data_store=IndexStore(store.root), scorers=scorers)
 
     # --------------------------------------------------------------- loading
     def _scorers(self) -> Scorers:
@@ -353,6 +358,27 @@ class Pipeline:
         self._run(states, STAGE_NAMES[:STAGE_NAMES.index(until) + 1], {})
         return states
 
+    def advance(self, states: list[ClaimState], names: Sequence[str]) -> dict[str, float]:
+        """Run the stages named in ``names`` (in running order) on ``states``; seconds per stage.
+
+        With :meth:`discovery`, what an engine needs that runs a batch's stages in different
+        processes, a group of stages each (:mod:`perspectrum.batch`): every stage reads
+        only its claims' states, so the result is the one :meth:`discover_many` returns.
+        """
+        unknown = [name for name in names if name not in STAGE_NAMES]
+        if unknown:
+            raise PerspectrumError(f"unknown stage(s) {', '.join(map(repr, unknown))} "
+                                   f"(stages: {', '.join(STAGE_NAMES)})")
+        timings: dict[str, float] = {}
+        self._run(states, names, timings)
+        return timings
+
+    def discovery(self, state: ClaimState, timings: dict[str, float], top: int | None = None,
+                  evidence: bool = True, explain: bool = False) -> Discovery:
+        """What :meth:`discover` returns for a claim whose stages have run (by :meth:`advance`),
+        with ``timings`` as its seconds per stage."""
+        return self._result(state, self._get(), timings, top, evidence, explain)
+
     def _run(self, states: list[ClaimState], names: Sequence[str], timings: dict[str, float]) -> None:
         ready = self._get()
         for stage in ready.stages:
@@ -405,9 +431,10 @@ def _whole(name: str, value: Any) -> int:
     return int(value)
 
 
-def own_store(index_dir: str | Path, perspectives: Pool, evidence: Pool) -> IndexStore:
-    """Where the indexes of a pair of own pools live: ``<index_dir>/own/<fingerprint>/``."""
+def own_store(store: IndexStore, perspectives: Pool, evidence: Pool) -> IndexStore:
+    """Where the indexes of a pair of own pools live: ``<store root>/own/<fingerprint>/``,
+    with ``store``'s settings and backend."""
     import hashlib
 
     key = hashlib.sha256(f"{perspectives.fingerprint}:{evidence.fingerprint}".encode()).hexdigest()[:16]
-    return IndexStore(Path(index_dir) / "own" / key)
+    return store.like(store.root / "own" / key)

@@ -69,13 +69,17 @@ def rrf_fuse(rankings: Sequence[Sequence[Hit]], k: int, rrf_k: int = 60) -> list
 def top_hits(scores: np.ndarray, doc_ids: Sequence[DocId], k: int) -> list[Hit]:
     """The ``k`` best-scoring documents of a dense score vector, best first.
 
-    Ties are broken by position (lower row first) so rankings are reproducible.
+    Ties are broken by position (lower row first), also at the cut: every row tied with
+    the k-th score is a candidate, so which of them make the list does not depend on
+    how ``argpartition`` happened to split them (Lucene breaks ties the same way, which
+    is what lets the two engines agree).
     """
     k = min(k, len(scores))
     if k <= 0:
         return []
-    candidates = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    best = candidates[np.lexsort((candidates, -scores[candidates]))]
+    kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+    candidates = np.flatnonzero(scores >= kth)
+    best = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
     return [Hit(doc_ids[i], float(scores[i])) for i in best]
 
 

@@ -107,3 +107,35 @@ def test_dense_index_round_trip(tmp_path: Path, pool: Pool, encoder) -> None:
     assert {h.doc_id for h in hits} <= {4, 5} and hits[0].score > 0.5
     scores = loaded.score(["kids get less time to play because of homework"], [h.doc_id for h in hits])[0]
     assert scores == pytest.approx([h.score for h in hits], abs=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("structure", ["hnsw", "ivf"])
+def test_approximate_structures_build_reopen_and_find_the_exact_neighbours(tmp_path: Path, pool: Pool, encoder,
+                                                                            structure: str) -> None:
+    """On a pool this small an approximate index must find what exact search finds; it has
+    its own key (an exact index of the same pool is stale for it) and keeps its knobs."""
+    from perspectrum.config import DenseParams
+
+    exact = IndexStore(tmp_path / "exact", encoder=encoder).build(pool, "dense")[0]
+    store = IndexStore(tmp_path / "ann", dense=DenseParams(structure=structure), encoder=encoder)
+    built = store.build(pool, "dense")[0]
+    meta = json.loads((tmp_path / "ann" / "perspectives" / "dense" / "meta.json").read_text())
+    assert meta["settings"]["structure"] == structure
+    assert store.key(pool, "dense") != IndexStore(tmp_path / "exact", encoder=encoder).key(pool, "dense")
+    reopened = store.open(pool, "dense", build_missing=False)
+    queries = ["radioactive waste", "zoos and animals", "cars pollute the air"]
+    for index in (built, reopened):
+        assert [[h.doc_id for h in run] for run in index.batch_search(queries, 3)] == \
+               [[h.doc_id for h in run] for run in exact.batch_search(queries, 3)]
+        assert index.vectors([3, 1]) == pytest.approx(exact.vectors([3, 1]), abs=1e-6)
+
+
+def test_auto_structure_is_exact_below_the_threshold_and_hnsw_above() -> None:
+    from perspectrum.config import DenseParams
+
+    params = DenseParams(exact_below=1000)
+    assert (params.structure_for(999), params.structure_for(1000)) == ("flat", "hnsw")
+    assert params.structure_settings(999) == {}  # exact indexes keep the keys they always had
+    with pytest.raises(PerspectrumError, match="unknown dense index structure 'lsh'"):
+        DenseParams(structure="lsh").structure_for(10)

@@ -25,7 +25,7 @@ import numpy as np
 from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset, Pool
 from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
-from perspectrum.index import IndexStore
+from perspectrum.index import BACKENDS, IndexStore
 from perspectrum.search import Hit, HybridSearcher, Searcher
 
 #: Table 3 of the paper, IR row (test split, percent).
@@ -291,6 +291,8 @@ def evaluate_ir(
         "system": "ir",
         "split": split,
         "tuned_on": tune_split,
+        "backend": store.backend,
+        "engines": dict(BACKENDS[store.backend]),
         "headline": {"t1": "cluster-coverage recall",
                      "t4": f"per retriever, the query form and cut-off with the best {tune_split} F1, macro"},
         "paper": PAPER_IR,

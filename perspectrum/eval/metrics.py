@@ -161,3 +161,16 @@ def t4_evidence(
 def t5_overall(t1_f1: float, t2_f1: float, t4_f1: float) -> float:
     """T5 = F1(T1) × F1(T2) × F1(T4), the paper's one-number summary (fractions)."""
     return t1_f1 * t2_f1 * t4_f1
+
+
+def overlap_at_k(reference: Sequence[Sequence[object]], candidate: Sequence[Sequence[object]], k: int) -> float:
+    """How far two engines agree: the mean over queries of |R ∩ C| / |R|, where R and C
+    are the first ``k`` ids of the reference and candidate rankings of one query.
+
+    A query whose reference list is empty counts 1 when the candidate's is empty too, else 0.
+    """
+    shares = []
+    for ref, cand in zip(reference, candidate, strict=True):
+        r, c = set(ref[:k]), set(cand[:k])
+        shares.append(len(r & c) / len(r) if r else float(not c))
+    return sum(shares) / len(shares) if shares else 1.0

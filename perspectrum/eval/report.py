@@ -21,7 +21,9 @@ def ir_table(result: dict[str, Any]) -> Table:
     Narrow on purpose: it stays readable in an 80-column terminal and in CI logs.
     """
     methods = list(result["methods"])
-    table = Table(title=f"IR baselines on {result['split']}, %  (cut-offs tuned on {result['tuned_on']})")
+    engines = result.get("engines", {})
+    on = f", BM25 by {engines['bm25']}, dense by {engines['dense']}" if result.get("backend", "embedded") != "embedded" else ""
+    table = Table(title=f"IR baselines on {result['split']}, %  (cut-offs tuned on {result['tuned_on']}{on})")
     table.add_column("task")
     table.add_column("", style="dim")
     table.add_column("paper IR", justify="right", style="dim")
