@@ -132,9 +132,10 @@ def _tidy(final: Path) -> None:
         if moved:
             moved[-1].rename(final)
     live = final.resolve() if final.is_symlink() else None
+    parent = final.parent.resolve()  # resolved as ``live`` is: a relative folder must not look like another one
     for pattern in (f".{final.name}.v-*", f".{final.name}.tmp-*", f".{final.name}.old-*", f".{final.name}.link-*"):
         for left in final.parent.glob(pattern):
-            if left == live:
+            if parent / left.name == live:
                 continue
             if left.is_dir() and not left.is_symlink():
                 shutil.rmtree(left, ignore_errors=True)

@@ -139,3 +139,14 @@ def test_auto_structure_is_exact_below_the_threshold_and_hnsw_above() -> None:
     assert params.structure_settings(999) == {}  # exact indexes keep the keys they always had
     with pytest.raises(PerspectrumError, match="unknown dense index structure 'lsh'"):
         DenseParams(structure="lsh").structure_for(10)
+
+
+def test_a_relative_index_folder_keeps_its_live_version(tmp_path: Path, pool: Pool, monkeypatch) -> None:
+    """The tidy-up after a swap compares resolved paths: given a relative folder (as the
+    default ``indexes`` is), it once removed the version it had just swapped in."""
+    monkeypatch.chdir(tmp_path)
+    store = IndexStore(Path("indexes"))
+    store.build(pool, "bm25")
+    store.build(pool, "bm25")
+    assert store.check(pool, "bm25") is None
+    assert store.open(pool, "bm25", build_missing=False).search("radioactive waste hazard", 1)[0].doc_id == 9
