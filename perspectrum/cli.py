@@ -58,6 +58,9 @@ models_app = typer.Typer(help="List, export and install trained models (train on
 app.add_typer(data_app, name="data")
 app.add_typer(index_app, name="index")
 app.add_typer(models_app, name="models")
+pool_app = typer.Typer(help="Add documents to your own pool file, or remove them, updating its indexes in place.",
+                       no_args_is_help=True)
+app.add_typer(pool_app, name="pool")
 console = Console()
 
 
@@ -256,7 +259,7 @@ def index_build(
         dataset = load_dataset(data_dir, verify=not no_verify)
         pools = {name: (lambda name=name: _pool(dataset, store, name)) for name in POOL_NAMES}
     else:
-        store = own_store(store, *own)
+        store = own_store(store, *own, (perspectives, evidence))
         pools = {"perspectives": lambda: own[0], "evidence": lambda: own[1],
                  "sentences": lambda: store.sentences(own[1])}
     table = Table(title=literal(f"indexes in {store.root} ({store.backend} backend)", "table.title"))
@@ -686,6 +689,65 @@ DocumentFile = Annotated[Path, typer.Argument(
     show_default=False)]
 ClaimOption = Annotated[Optional[str], typer.Option("--claim", help="The claim the text argues about.",
                                                     show_default=False)]
+
+
+PoolFile = Annotated[Path, typer.Argument(help="Your pool file: JSONL with \"id\" and \"text\", as given to "
+                                                 "--perspectives or --evidence.")]
+
+
+def _pool_changes(verb: str, count: int, pool_file: Path, changes: list[Any], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({verb: count, "pool": str(pool_file), "indexes": [c.to_dict() for c in changes]},
+                              indent=2, ensure_ascii=True))
+        return
+    _say(f"{verb} {count:,} record(s) {'to' if verb == 'added' else 'from'} {pool_file}")
+    if not changes:
+        _say("no index of this file was found; its indexes are built when it is first used")
+        return
+    table = Table(title="indexes")
+    for column in ("folder", "pool", "kind", "engine", "how", "seconds"):
+        table.add_column(column, overflow="fold")
+    for change in changes:
+        table.add_row(literal(change.folder), change.pool, change.kind, change.engine, change.how,
+                      f"{change.seconds:.2f}")
+    console.print(table)
+
+
+@pool_app.command("add")
+def pool_add(
+    pool_file: PoolFile,
+    source: Annotated[Path, typer.Option("--from", help="The records to add: JSONL with \"id\" and \"text\".")],
+    index_dir: IndexDir = None,
+    milvus_uri: MilvusUri = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was done as JSON.")] = False,
+) -> None:
+    """Add records to a pool file and update every index of it (all backends') in place.
+
+    faiss and Milvus encode only the new texts, Lucene adds documents to its segments,
+    bm25s indexes the pool again; each index is swapped in whole, the file rewritten last.
+    """
+    from perspectrum.pools import add
+
+    count, changes = add(pool_file, source, folders.index_dir(index_dir), milvus_uri, show_progress=not as_json)
+    _pool_changes("added", count, pool_file, changes, as_json)
+
+
+@pool_app.command("remove")
+def pool_remove(
+    pool_file: PoolFile,
+    ids: Annotated[Optional[list[str]], typer.Option("--ids", help="Ids to remove, comma-separated (repeatable).")]
+    = None,
+    source: Annotated[Optional[Path], typer.Option("--from", help="A file of ids to remove, one per line.")] = None,
+    index_dir: IndexDir = None,
+    milvus_uri: MilvusUri = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was done as JSON.")] = False,
+) -> None:
+    """Remove records from a pool file and update every index of it (all backends') in place."""
+    from perspectrum.pools import read_ids, remove
+
+    count, changes = remove(pool_file, read_ids(ids, source), folders.index_dir(index_dir), milvus_uri,
+                            show_progress=not as_json)
+    _pool_changes("removed", count, pool_file, changes, as_json)
 
 
 def _document_and_claim(file: Path, claim: str | None) -> tuple[str, str]:

@@ -108,6 +108,8 @@ class BM25Index:
     """Lucene-style BM25 over one pool, with ``bm25s`` as the engine (in this process)."""
 
     name = "bm25"
+    #: Whether :meth:`updated` changes the index rather than making it again (bm25s cannot).
+    incremental = False
 
     def __init__(self, retriever: Any, doc_ids: Sequence[DocId], params: BM25Params) -> None:
         self.retriever = retriever
@@ -206,6 +208,7 @@ class DenseIndex:
     """
 
     name = "dense"
+    incremental = True
 
     def __init__(self, faiss_index: Any, doc_ids: Sequence[DocId], encoder: Encoder, params: DenseParams) -> None:
         self.faiss_index = faiss_index
@@ -508,12 +511,12 @@ class IndexStore:
 
             index = MilvusDenseIndex.build(pool, self.encoder, self.dense, self.milvus_uri,
                                            self.folder(pool, kind), show_progress)
-        seconds = time.perf_counter() - start
-        self._publish(pool, kind, index, seconds)
-        return index, seconds
+        return index, self._publish(pool, kind, index, start)
 
-    def _publish(self, pool: Pool, kind: str, index: Any, seconds: float, how: str = "built") -> None:
-        """Write ``index`` of ``pool`` with its meta into a new version folder and swap it in."""
+    def _publish(self, pool: Pool, kind: str, index: Any, start: float, how: str = "built") -> float:
+        """Write ``index`` of ``pool`` with its meta into a new version folder and swap it in;
+        returns the seconds since ``start`` up to the index's files written (an update may
+        do its work as it writes them)."""
         key, engine = self.key(pool, kind), self.engine(kind)
         if kind == "bm25":
             settings: dict[str, Any] = self.bm25.to_dict()
@@ -523,14 +526,19 @@ class IndexStore:
         if engine != BACKENDS[DEFAULT_BACKEND][kind]:
             settings["engine"] = engine
 
+        seconds = 0.0
+
         def write(tmp: Path) -> None:
+            nonlocal seconds
             index.save(tmp)
+            seconds = time.perf_counter() - start
             meta = {"kind": kind, "pool": pool.name, "count": len(pool), "key": key, "format": FORMAT,
                     "pool_fingerprint": pool.fingerprint, "settings": settings, "how": how,
                     "build_seconds": round(seconds, 2), "files": integrity.record(tmp)}
             (tmp / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
         atomic_folder(self.folder(pool, kind), write)
+        return seconds
 
     def update(self, old: Pool, new: Pool, kind: str, show_progress: bool = False) -> tuple[Any, float, str]:
         """Bring the stored index of ``old`` to ``new`` without a full rebuild where the engine
@@ -541,8 +549,8 @@ class IndexStore:
         Each engine reuses what it can: faiss and Milvus encode only the added texts,
         Lucene copies the old segments (hard links) and deletes and adds documents, bm25s
         indexes the pool again (it has no update). Returns the index, the seconds, and how
-        it was made: "updated", "built" (no sound index of ``old`` to start from, or the
-        order does not allow an update), or "unchanged".
+        it was made: "updated", "re-indexed" (bm25s), "built" (no sound index of ``old`` to
+        start from, or the order does not allow an update), or "unchanged".
         """
         folder = self.folder(new, kind)
         with folder_lock(folder):
@@ -562,7 +570,7 @@ class IndexStore:
                 index, seconds = self._build(new, kind, show_progress)
                 return index, seconds, "built"
             start = time.perf_counter()
-            index = self._load(base, kind).updated(new, kept, added, folder, show_progress)
-            seconds = time.perf_counter() - start
-            self._publish(new, kind, index, seconds, how="updated")
-            return index, seconds, "updated"
+            previous = self._load(base, kind)
+            how = "updated" if previous.incremental else "re-indexed"
+            index = previous.updated(new, kept, added, folder, show_progress)
+            return index, self._publish(new, kind, index, start, how=how), how

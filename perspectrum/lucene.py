@@ -127,6 +127,7 @@ def java() -> dict[str, Any]:
             "IndexWriterConfig": "org.apache.lucene.index.IndexWriterConfig",
             "OpenMode": "org.apache.lucene.index.IndexWriterConfig$OpenMode",
             "WhitespaceAnalyzer": "org.apache.lucene.analysis.core.WhitespaceAnalyzer",
+            "TieredMergePolicy": "org.apache.lucene.index.TieredMergePolicy",
             "Sort": "org.apache.lucene.search.Sort",
             "SortField": "org.apache.lucene.search.SortField",
             "SortType": "org.apache.lucene.search.SortField$Type",
@@ -155,6 +156,7 @@ class LuceneBM25Index:
     """
 
     name = "bm25"
+    incremental = True
 
     def __init__(self, folder: Path, doc_ids: Sequence[DocId], params: BM25Params,
                  slots: Sequence[int] | None = None) -> None:
@@ -227,10 +229,16 @@ class LuceneBM25Index:
         config = j["IndexWriterConfig"](j["WhitespaceAnalyzer"]())
         config.setOpenMode(j["OpenMode"].APPEND)
         config.setSimilarity(j["Similarity"](float(self.params.k1), float(self.params.b)))
+        policy = j["TieredMergePolicy"]()
+        policy.setForceMergeDeletesPctAllowed(0.0)  # every segment with a deletion, however few
+        config.setMergePolicy(policy)
         writer = j["IndexWriter"](j["FSDirectory"].open(j["Paths"].get(str(self.folder))), config)
         try:
             if removed:
                 writer.deleteDocuments(_slot_set(removed))
+                # Lucene's term statistics count deleted documents until their segments are
+                # merged; rewriting those segments (no analysis) keeps scores a fresh build's
+                writer.forceMergeDeletes(True)
             if added is not None:
                 source = cast("org.apache.lucene.store.Directory", j["FSDirectory"].open(j["Paths"].get(str(added))))
                 writer.addIndexes(source)

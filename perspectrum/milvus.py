@@ -83,6 +83,7 @@ class MilvusDenseIndex:
     """
 
     name = "dense"
+    incremental = True
 
     def __init__(self, uri: str, collection: str, doc_ids: Sequence[DocId], encoder: Encoder,
                  params: DenseParams, dimension: int) -> None:

@@ -216,15 +216,18 @@ class Pipeline:
         """A pipeline over your own sentences and paragraphs (pools or JSONL files of
         ``{"id", "text"}``), searched by ``backend``'s engines.
 
-        Their indexes live under ``<index_dir>/own/<fingerprint>/``, one folder per pair
-        of pools, so they never replace PERSPECTRUM's. The models are the ones trained
+        Their indexes live under ``<index_dir>/own/<key>/``, one folder per pair of pool
+        files (or, for pools given as objects, of pool contents), so they never replace
+        PERSPECTRUM's; ``perspectrum pool add|remove`` updates them in place. The models are the ones trained
         on PERSPECTRUM (light heads need its data, via ``data_dir`` or ``$PERSPECTRUM_DATA``).
         """
         pools = [p if isinstance(p, Pool) else Pool.from_jsonl(p, name)
                  for p, name in ((perspectives, "perspectives"), (evidence, "evidence"))]
         pools = [Pool(name, p.ids, p.texts) for p, name in zip(pools, ("perspectives", "evidence"))]
         store = IndexStore(folders.index_dir(index_dir), backend=backend, milvus_uri=milvus_uri)
-        return cls(*pools, own_store(store, *pools), models_dir, config, data_dir, show_progress,
+        files = None if isinstance(perspectives, Pool) or isinstance(evidence, Pool) else \
+            (Path(perspectives).expanduser(), Path(evidence).expanduser())
+        return cls(*pools, own_store(store, *pools, files), models_dir, config, data_dir, show_progress,
                    data_store=IndexStore(store.root), scorers=scorers)
 
     # --------------------------------------------------------------- loading
@@ -431,10 +434,19 @@ def _whole(name: str, value: Any) -> int:
     return int(value)
 
 
-def own_store(store: IndexStore, perspectives: Pool, evidence: Pool) -> IndexStore:
-    """Where the indexes of a pair of own pools live: ``<store root>/own/<fingerprint>/``,
-    with ``store``'s settings and backend."""
+def own_store(store: IndexStore, perspectives: Pool, evidence: Pool,
+              files: tuple[Path, Path] | None = None) -> IndexStore:
+    """Where the indexes of a pair of own pools live, with ``store``'s settings and backend:
+    ``<store root>/own/<key>/``, the key made from the two pool ``files`` when they are
+    known (so an edited file's indexes are updated or rebuilt in place, and
+    :mod:`perspectrum.pools` can find them), else from the two pools' contents."""
     import hashlib
 
-    key = hashlib.sha256(f"{perspectives.fingerprint}:{evidence.fingerprint}".encode()).hexdigest()[:16]
-    return store.like(store.root / "own" / key)
+    from perspectrum.pools import record_files
+
+    named = f"files:{files[0].resolve()}\n{files[1].resolve()}" if files else \
+        f"{perspectives.fingerprint}:{evidence.fingerprint}"
+    own = store.like(store.root / "own" / hashlib.sha256(named.encode()).hexdigest()[:16])
+    if files:
+        record_files(own.root, *files)
+    return own

@@ -113,3 +113,27 @@ def test_milvus_agrees_with_faiss_on_the_real_perspective_pool(tmp_path: Path, r
     """overlap@10 ≥ 0.99 of exact search in milvus-lite against faiss, the 907 claims as queries."""
     found = milvus_parity(real, tmp_path, encoder)
     assert found["queries"] == len(real.claims) and found["overlap_at_10"] >= 0.99, found
+
+
+@pytest.mark.slow
+def test_milvus_update_encodes_only_new_texts_and_matches_a_fresh_build(tmp_path: Path, pool: Pool, encoder,
+                                                                        monkeypatch) -> None:
+    store = IndexStore(tmp_path, backend="milvus", encoder=encoder)
+    store.build(pool, "dense")
+    rows = [(i, t) for i, t in zip(pool.ids, pool.texts) if i not in (2, 5)] + [(99, "Zoos are prisons for animals")]
+    new = Pool(pool.name, tuple(i for i, _ in rows), tuple(t for _, t in rows))
+    encoded: list[str] = []
+    original = encoder.encode
+
+    def counting(texts, *args, **kwargs):
+        encoded.extend(texts)
+        return original(texts, *args, **kwargs)
+
+    monkeypatch.setattr(encoder, "encode", counting)
+    updated, _, how = store.update(pool, new, "dense")
+    monkeypatch.undo()
+    assert how == "updated" and encoded == ["Zoos are prisons for animals"]
+    assert store.check(new, "dense") is None
+    fresh = DenseIndex.build(new, encoder)
+    queries = ["zoos and animals", "nuclear waste"]
+    assert ids(updated.batch_search(queries, 5)) == ids(fresh.batch_search(queries, 5))

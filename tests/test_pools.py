@@ -1,0 +1,121 @@
+"""`perspectrum pool add|remove`: an own pool file changed and every index of it brought
+along without a full rebuild (the Lucene and embedded engines here; Milvus in
+tests/test_backends.py's update test), crash-safe, with one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perspectrum.data import Pool
+from perspectrum.index import IndexStore
+from perspectrum.pipeline import own_store
+
+from .conftest import EVIDENCE, PERSPECTIVES
+from .test_cli import invoke
+from .test_reliability import python
+
+
+def write_pool(path: Path, rows: dict) -> Path:
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in rows.items()))
+    return path
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    perspectives = write_pool(tmp_path / "p.jsonl", dict(list(PERSPECTIVES.items())[:12]))
+    evidence = write_pool(tmp_path / "e.jsonl", {f"e{i}": t for i, t in list(EVIDENCE.items())[:6]})
+    return perspectives, evidence
+
+
+def store_of(files: tuple[Path, Path], root: Path, backend: str = "embedded") -> tuple[IndexStore, Pool]:
+    pools = [Pool.from_jsonl(f, name) for f, name in zip(files, ("perspectives", "evidence"))]
+    return own_store(IndexStore(root, backend=backend), *pools, files), pools[0]
+
+
+def runs(index, queries=("nuclear waste", "zoos breed animals", "private cars")) -> list:
+    return [[(h.doc_id, round(h.score, 4)) for h in run] for run in index.batch_search(list(queries), 4)]
+
+
+def test_add_then_remove_updates_each_index_to_what_a_fresh_build_gives(tmp_path: Path, files, encoder) -> None:
+    index_dir = tmp_path / "idx"
+    for backend in ("embedded", "lucene"):
+        store, pool = store_of(files, index_dir, backend)
+        store._encoder = encoder
+        for kind in ("bm25",) if backend == "lucene" else ("bm25", "dense"):
+            store.build(pool, kind)
+    extra = write_pool(tmp_path / "new.jsonl", {40: "Nuclear plants could replace coal quickly", 41: "Zoos are prisons"})
+    result = invoke("pool", "add", str(files[0]), "--from", str(extra), "--index-dir", str(index_dir), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["added"] == 2
+    assert sorted((c["engine"], c["how"]) for c in report["indexes"]) == \
+        [("bm25s", "re-indexed"), ("faiss", "updated"), ("lucene", "updated")]
+    assert [json.loads(line)["id"] for line in files[0].read_text().splitlines()][-3:] == [12, 40, 41]
+    result = invoke("pool", "remove", str(files[0]), "--ids", "3,40", "--index-dir", str(index_dir), "--json")
+    assert result.exit_code == 0 and json.loads(result.output)["removed"] == 2, result.output
+    for backend in ("embedded", "lucene"):
+        store, pool = store_of(files, index_dir, backend)
+        store._encoder = encoder
+        assert 3 not in pool.ids and 41 in pool.ids
+        for kind in ("bm25",) if backend == "lucene" else ("bm25", "dense"):
+            assert store.check(pool, kind) is None, (backend, kind)
+            fresh = IndexStore(tmp_path / f"fresh-{backend}", backend=backend, encoder=encoder).build(pool, kind)[0]
+            assert runs(store.open(pool, kind, build_missing=False)) == runs(fresh), (backend, kind)
+
+
+def test_an_evidence_file_brings_its_sentences_along(tmp_path: Path, files) -> None:
+    index_dir = tmp_path / "idx"
+    store, _ = store_of(files, index_dir)
+    evidence = Pool.from_jsonl(files[1], "evidence")
+    store.build(store.sentences(evidence), "bm25")
+    extra = write_pool(tmp_path / "new.jsonl", {"e9": "Wind turbines kill birds. Some call them ugly."})
+    assert invoke("pool", "add", str(files[1]), "--from", str(extra), "--index-dir", str(index_dir)).exit_code == 0
+    sentences = store.sentences(Pool.from_jsonl(files[1], "evidence"))
+    assert store.check(sentences, "bm25") is None
+    assert store.open(sentences, "bm25").search("birds turbines", 1)[0].doc_id == "e9:0"
+
+
+KILL = """
+import os, sys
+from pathlib import Path
+from perspectrum import _io, pools
+_io.fault_hook = lambda name: os._exit(9) if name == "written" else None
+pools.remove(Path(sys.argv[1]), ["1", "2"], Path(sys.argv[2]))
+"""
+
+
+def test_a_crash_in_the_middle_leaves_the_old_file_and_index_readable(tmp_path: Path, files) -> None:
+    index_dir = tmp_path / "idx"
+    store, pool = store_of(files, index_dir, "lucene")
+    before = runs(store.build(pool, "bm25")[0])
+    text = files[0].read_text()
+    run = python(KILL, str(files[0]), str(index_dir))
+    assert run.returncode == 9, run.stderr
+    assert files[0].read_text() == text  # the file is rewritten last
+    assert store.check(pool, "bm25") is None and runs(store.open(pool, "bm25", build_missing=False)) == before
+    assert invoke("pool", "remove", str(files[0]), "--ids", "1,2", "--index-dir", str(index_dir)).exit_code == 0
+    store, pool = store_of(files, index_dir, "lucene")
+    assert store.check(pool, "bm25") is None and 1 not in pool.ids
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ids", "77"], "has no record with id '77'"),
+    ([], "name the ids to remove"),
+    (["--ids", ",".join(str(i) for i in range(1, 13))], "would leave"),
+])
+def test_remove_refuses_bad_ids_in_one_line(tmp_path: Path, files, args, message) -> None:
+    text = files[0].read_text()
+    result = invoke("pool", "remove", str(files[0]), *args, "--index-dir", str(tmp_path / "idx"))
+    assert result.exit_code != 0 and message in result.output and len(result.output.strip().splitlines()) == 1
+    assert files[0].read_text() == text
+
+
+def test_add_refuses_an_id_already_there(tmp_path: Path, files) -> None:
+    extra = write_pool(tmp_path / "new.jsonl", {5: "a second record with id 5"})
+    result = invoke("pool", "add", str(files[0]), "--from", str(extra), "--index-dir", str(tmp_path / "idx"))
+    assert result.exit_code == 1 and "id 5 is already in" in result.output
+    missing = invoke("pool", "add", str(files[0]), "--from", str(tmp_path / "none.jsonl"))
+    assert missing.exit_code == 1 and "no such pool file" in missing.output
