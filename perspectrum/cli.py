@@ -858,6 +858,64 @@ def match(
     console.print(f"the text makes {made} of {len(results)} arguments")
 
 
+class Engine(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
+@app.command("discover-batch")
+def discover_batch(
+    claims: Annotated[Path, typer.Argument(help='JSONL: one {"claim": ..., "id": ...} per line (id: the line '
+                                                "number if left out).")],
+    out: Annotated[Path, typer.Option("--out", help="Results JSONL, one line per claim; an existing one is "
+                                                    "resumed (its claims skipped).")],
+    engine: Annotated[Engine, typer.Option(help="local: this process; ray: an actor pool per model stage.")]
+    = Engine.local,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Ray actors per model stage, one "
+                                                                            "CPU each (1 if left out).")] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Claims per model call.")] = 16,
+    top: Annotated[Optional[int], typer.Option("--top", min=1, help="At most N perspectives per claim.")] = None,
+    no_evidence: Annotated[bool, typer.Option("--no-evidence", help="Skip evidence retrieval (faster).")] = False,
+    address: Annotated[Optional[str], typer.Option(
+        "--address", help="Join this Ray cluster (auto: the one `ray start` runs here) instead of starting one; "
+                          "its nodes must see the same folders.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    models_dir: ModelsDir = None,
+    no_verify: NoVerify = False,
+    perspectives: OwnPerspectives = None,
+    evidence: OwnEvidence = None,
+    backend: BackendOpt = BackendChoice.embedded,
+    milvus_uri: MilvusUri = None,
+) -> None:
+    """Discover the perspectives on every claim of a JSONL file, one result line each.
+
+    Each result line is {"id", "claim", "result"}, with result what `discover --json`
+    prints. Lines are written as claims finish and flushed to disk one by one, so an
+    interrupted run is resumed by running the same command again: claims already in
+    --out are skipped, and a partial last line is cut off.
+    """
+    from functools import partial
+
+    from perspectrum.batch import discover_batch as run
+
+    if engine is Engine.local and (workers is not None or address is not None):
+        raise PerspectrumError("--workers and --address are for --engine ray")
+    # a factory the ray engine can send to its actors; folders made absolute for them
+    given = {name: None if path is None else path.expanduser().resolve() for name, path in
+             (("data_dir", data_dir), ("index_dir", index_dir), ("models_dir", models_dir),
+              ("perspectives", perspectives), ("evidence", evidence))}
+    factory = partial(_pipeline, no_verify=no_verify, backend=backend, milvus_uri=milvus_uri, **given)
+    summary = run(factory, claims, out, engine=engine.value, workers=workers or 1, batch_size=batch_size, top=top,
+                  evidence=not no_evidence, address=address, show_progress=True)
+    if as_json:
+        typer.echo(json.dumps(summary.to_dict(), indent=2, ensure_ascii=True))
+        return
+    _say(f"{summary.done} claims discovered, {summary.skipped} already in {summary.out}, in "
+         f"{summary.seconds:.1f} s ({summary.claims_per_second:.2f} claims/s)")
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -317,6 +317,46 @@ def paragraph_of(doc_id: int | str) -> int | str:
     return int(head) if head.isdigit() else head
 
 
+def jsonl_rows(path: Path, kind: str, layout: str) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line of a JSONL file a user gives (a pool, a list of claims), parsed,
+    with its line number; the caller checks the fields.
+
+    One reader for every such file, so each refuses the same things in the same words: a
+    missing file or a folder, text that is not UTF-8, a line longer than
+    :data:`MAX_POOL_LINE_CHARS` (read with that limit, so a file of another kind is never
+    held whole), a line that is not JSON; each a one-line error naming the file and line.
+    A byte-order mark (as some editors write) is read past. ``kind`` names the file in
+    those errors (``"pool file"``) and ``layout`` what each line holds (``'{"id", "text"}'``).
+    """
+    if path.is_dir():
+        raise PerspectrumError(f"{path} is a folder, not a {kind} (JSONL: one {layout} per line)")
+    if not path.is_file():
+        raise PerspectrumError(f"no such {kind}: {path}")
+    try:
+        with open(path, encoding="utf-8-sig", errors="strict") as handle:
+            lines = iter(lambda: handle.readline(MAX_POOL_LINE_CHARS + 1), "")
+            for number, line in enumerate(lines, 1):
+                where = f"{path}, line {number}"
+                if len(line) > MAX_POOL_LINE_CHARS:
+                    raise PerspectrumError(f"{where}: longer than {MAX_POOL_LINE_CHARS:,} characters "
+                                           f"(a {kind} holds one record per line)")
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise PerspectrumError(f"{where}: not valid JSON ({exc.msg})") from None
+                except RecursionError:
+                    raise PerspectrumError(f"{where}: JSON nested too deeply to read") from None
+                except ValueError:  # Python reads no integer of over 4,300 digits
+                    raise PerspectrumError(f"{where}: a number too long to read (over 4,300 digits)") from None
+                yield number, row
+    except UnicodeDecodeError:
+        raise PerspectrumError(f"{path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise PerspectrumError(f"cannot read {kind} {path}: {exc.strerror or exc}") from None
+
+
 @dataclass(frozen=True)
 class Pool:
     """The texts one index is built over: perspective sentences, evidence paragraphs, or
@@ -355,50 +395,26 @@ class Pool:
         :data:`MAX_POOL_LINE_CHARS`, is a one-line error naming the file and line.
         """
         path = Path(path).expanduser()
-        if path.is_dir():
-            raise PerspectrumError(f"{path} is a folder, not a pool file (JSONL: one {{\"id\", \"text\"}} per line)")
-        if not path.is_file():
-            raise PerspectrumError(f"no such pool file: {path}")
         ids: list[int | str] = []
         texts: list[str] = []
         seen: dict[int | str, int] = {}
-        try:
-            with open(path, encoding="utf-8-sig", errors="strict") as handle:
-                lines = iter(lambda: handle.readline(MAX_POOL_LINE_CHARS + 1), "")
-                for number, line in enumerate(lines, 1):
-                    where = f"{path}, line {number}"
-                    if len(line) > MAX_POOL_LINE_CHARS:
-                        raise PerspectrumError(f"{where}: longer than {MAX_POOL_LINE_CHARS:,} characters "
-                                               "(a pool file holds one record per line)")
-                    if not line.strip():
-                        continue
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise PerspectrumError(f"{where}: not valid JSON ({exc.msg})") from None
-                    except RecursionError:
-                        raise PerspectrumError(f"{where}: JSON nested too deeply to read") from None
-                    except ValueError:  # Python reads no integer of over 4,300 digits
-                        raise PerspectrumError(f"{where}: a number too long to read (over 4,300 digits)") from None
-                    if not isinstance(row, dict) or "id" not in row or "text" not in row:
-                        raise PerspectrumError(f'{where}: expected an object with "id" and "text"')
-                    doc_id, text = row["id"], row["text"]
-                    if isinstance(doc_id, bool) or not isinstance(doc_id, (int, str)) or doc_id == "":
-                        raise PerspectrumError(f"{where}: id must be a non-empty string or an integer")
-                    if not isinstance(text, str) or not text.strip():
-                        raise PerspectrumError(f"{where}: empty text for id {doc_id!r}")
-                    if not encodable(text) or not encodable(str(doc_id)):
-                        raise PerspectrumError(f"{where}: the id or text holds a lone surrogate escape "
-                                               "(such as \\udcff), which is not a character")
-                    if doc_id in seen:
-                        raise PerspectrumError(f"{where}: duplicate id {doc_id!r} (first on line {seen[doc_id]})")
-                    seen[doc_id] = number
-                    ids.append(doc_id)
-                    texts.append(text.strip())
-        except UnicodeDecodeError:
-            raise PerspectrumError(f"{path} is not UTF-8 text") from None
-        except OSError as exc:
-            raise PerspectrumError(f"cannot read pool file {path}: {exc.strerror or exc}") from None
+        for number, row in jsonl_rows(path, "pool file", '{"id", "text"}'):
+            where = f"{path}, line {number}"
+            if not isinstance(row, dict) or "id" not in row or "text" not in row:
+                raise PerspectrumError(f'{where}: expected an object with "id" and "text"')
+            doc_id, text = row["id"], row["text"]
+            if isinstance(doc_id, bool) or not isinstance(doc_id, (int, str)) or doc_id == "":
+                raise PerspectrumError(f"{where}: id must be a non-empty string or an integer")
+            if not isinstance(text, str) or not text.strip():
+                raise PerspectrumError(f"{where}: empty text for id {doc_id!r}")
+            if not encodable(text) or not encodable(str(doc_id)):
+                raise PerspectrumError(f"{where}: the id or text holds a lone surrogate escape "
+                                       "(such as \\udcff), which is not a character")
+            if doc_id in seen:
+                raise PerspectrumError(f"{where}: duplicate id {doc_id!r} (first on line {seen[doc_id]})")
+            seen[doc_id] = number
+            ids.append(doc_id)
+            texts.append(text.strip())
         if not ids:
             raise PerspectrumError(f"{path} holds no records")
         if not all(isinstance(i, int) for i in ids):  # one id type, as an index stores them

@@ -107,11 +107,17 @@ class Discovery:
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
-        """:meth:`to_dict` as JSON that is safe to print: other scripts stay readable,
-        while every character a terminal would act on is escaped (see :data:`_UNSAFE_IN_JSON`;
-        outside strings JSON is plain ASCII, so only string contents change)."""
-        text = json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
-        return _UNSAFE_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+        """:meth:`to_dict` as JSON that is safe to print (see :func:`safe_json`)."""
+        return safe_json(self.to_dict(), indent)
+
+
+def safe_json(data: Any, indent: int | None = 2) -> str:
+    """``data`` as JSON that is safe to print: other scripts stay readable, while every
+    character a terminal would act on is escaped (see :data:`_UNSAFE_IN_JSON`; outside
+    strings JSON is plain ASCII, so only string contents change). With ``indent=None`` it
+    is one line that no reader splits, U+2028 included, so it can be a JSONL record."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return _UNSAFE_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def confidence(p: float, threshold: float) -> float:
