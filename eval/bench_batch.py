@@ -6,14 +6,17 @@ Over the first ``--limit`` claims of a split (read from ``$PERSPECTRUM_DATA`` or
 ``--data-dir``), each engine writes a fresh results file in a temporary folder:
 
 - ``local``: :meth:`Pipeline.discover_many` in this process (torch's default threads);
-- ``ray_1``: Ray Data, one single-threaded actor per step of :data:`perspectrum.batch.STEPS`;
-- ``ray_2``: the same with two actors per step.
+- ``ray_1``: Ray Data, one single-threaded actor per step of :data:`perspectrum.batch.STEPS`,
+  every Ray process confined to one core: one worker's worth of CPU;
+- ``ray_2``: two actors per step on both cores;
+- ``ray_1_two_cores``: one actor per step on both cores (the stages' pipelining alone).
 
 Seconds are each call's whole wall time, as a user waits for it: loading the pipeline and,
 for ray, starting the actors and loading a pipeline in each are included (a few seconds that
-a longer run spreads thinner). One local Ray cluster is started first, with a logical CPU
-per actor of the larger run, and its start-up is reported apart. The three results files
-are compared (timings aside), so a speed-up never hides a different answer.
+a longer run spreads thinner). Each ray run starts its own local Ray cluster (from a
+process confined to its cores, which Ray's processes inherit), with a logical CPU per
+actor; its start-up is reported apart. The results files are compared (timings aside), so
+a speed-up never hides a different answer.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ from perspectrum.batch import STEPS, discover_batch  # noqa: E402
 from perspectrum.data import load_dataset  # noqa: E402
 from perspectrum.pipeline import Pipeline  # noqa: E402
 
-#: (name, engine, workers per step) of each timed run, in running order.
-RUNS = (("local", "local", 1), ("ray_1", "ray", 1), ("ray_2", "ray", 2))
+#: (name, engine, workers per step, cores: None for all) of each timed run, in running order.
+RUNS = (("local", "local", 1, None), ("ray_1", "ray", 1, 1), ("ray_2", "ray", 2, None),
+        ("ray_1_two_cores", "ray", 1, None))
 
 
 def cpu_model() -> str:
@@ -83,32 +87,37 @@ def main() -> None:
     import torch
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    started = time.perf_counter()
-    ray.init(address="local", num_cpus=max(os.cpu_count() or 1, len(STEPS) * max(w for _, _, w in RUNS)),
-             include_dashboard=False, logging_level="warning")
-    ray_start = time.perf_counter() - started
+    every_core = sorted(os.sched_getaffinity(0))
     result: dict[str, Any] = {
         "command": " ".join(["python eval/bench_batch.py", *sys.argv[1:]]),
         "split": args.split, "claims": len(claims), "batch_size": args.batch_size,
         "machine": {"cores": os.cpu_count(), "cpu_model": cpu_model(), "arch": platform.machine(),
                     "torch_threads_local": torch.get_num_threads()},
         "steps": {name: list(stages) for name, stages in STEPS.items()},
-        "ray_start_s": round(ray_start, 2), "runs": {}}
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            answers = {}
-            for name, engine, workers in RUNS:
+        "runs": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        answers = {}
+        for name, engine, workers, cores in RUNS:
+            allowed = set(every_core[:cores] if cores else every_core)
+            os.sched_setaffinity(0, allowed)  # Ray's processes, started below, inherit it
+            row: dict[str, Any] = {"engine": engine, "workers_per_step": workers, "cores": len(allowed)}
+            try:
+                if engine == "ray":
+                    started = time.perf_counter()
+                    ray.init(address="local", num_cpus=len(STEPS) * workers, include_dashboard=False,
+                             logging_level="warning")
+                    row["ray_start_s"] = round(time.perf_counter() - started, 2)
                 out = Path(tmp) / f"{name}.jsonl"
                 summary = discover_batch(factory, claims, out, engine=engine, workers=workers,
                                          batch_size=args.batch_size)
-                result["runs"][name] = {"engine": engine, "workers_per_step": workers,
-                                        "seconds": round(summary.seconds, 2),
-                                        "claims_per_second": round(summary.claims_per_second, 3)}
-                answers[name] = untimed(out)
-                print(f"{name}: {result['runs'][name]}", flush=True)
-    finally:
-        ray.shutdown()
-    result["identical"] = answers["ray_1"] == answers["local"] and answers["ray_2"] == answers["local"]
+            finally:
+                ray.shutdown()
+                os.sched_setaffinity(0, set(every_core))
+            row.update(seconds=round(summary.seconds, 2), claims_per_second=round(summary.claims_per_second, 3))
+            result["runs"][name] = row
+            answers[name] = untimed(out)
+            print(f"{name}: {row}", flush=True)
+    result["identical"] = all(answers[name] == answers["local"] for name in answers)
     runs = result["runs"]
     result["speedup_ray_2_over_1"] = round(runs["ray_1"]["seconds"] / runs["ray_2"]["seconds"], 2)
     result["speedup_ray_2_over_local"] = round(runs["local"]["seconds"] / runs["ray_2"]["seconds"], 2)
