@@ -44,6 +44,8 @@ SIZES = (10_000, 100_000, 1_000_000)
 QUERIES = 200
 K = 100
 SEED = 13
+#: The search-time knob of each approximate structure, swept after its default is measured.
+SWEEPS = {"faiss-hnsw": ("efSearch", (128, 256, 512, 1024)), "faiss-ivf": ("nprobe", (16, 32, 64, 128))}
 #: (label, backend, kind, dense settings); ANN structures are forced at every size to compare them.
 ENGINES = (
     ("bm25s", "embedded", "bm25", None),
@@ -114,12 +116,34 @@ def measure(size: int, pool: Pool, vectors: np.ndarray, queries: list[str], quer
             if label == "faiss-flat":
                 exact = found
             elif exact is not None:
-                row["recall_at_100"] = round(float(np.mean([len(set(f) & set(e)) / len(e)
-                                                            for f, e in zip(found, exact)])), 4)
+                row["recall_at_100"] = recall(found, exact)
+                if label in SWEEPS:
+                    row["sweep"] = sweep(label, index, query_vectors, exact)
         out[label] = row
         print(f"{size:>9,} {label:<12} build {seconds:8.1f} s  p50 {row['latency']['p50_ms']:8.2f} ms  "
               f"p95 {row['latency']['p95_ms']:8.2f} ms  recall {row.get('recall_at_100', '-')}", flush=True)
     return out
+
+
+def recall(found: list[list[Any]], exact: list[list[Any]]) -> float:
+    return round(float(np.mean([len(set(f) & set(e)) / len(e) for f, e in zip(found, exact)])), 4)
+
+
+def sweep(label: str, index: Any, query_vectors: np.ndarray, exact: list[list[Any]]) -> dict[str, Any]:
+    """Recall@100 and latency of an approximate index at each value of its search knob
+    (the built index is reused; the knob only changes how much of it a query visits)."""
+    knob, values = SWEEPS[label]
+    target = index.faiss_index.hnsw if label == "faiss-hnsw" else index.faiss_index
+    before = getattr(target, knob)
+    out = {}
+    for value in values:
+        setattr(target, knob, value)
+        latency = timed([lambda v=v: index.search_vectors(v[None, :], K) for v in query_vectors])
+        out[str(value)] = {"recall_at_100": recall(ids(index.search_vectors(query_vectors, K)), exact), **latency}
+        print(f"          {label} {knob}={value}: recall {out[str(value)]['recall_at_100']}  "
+              f"p50 {latency['p50_ms']} ms", flush=True)
+    setattr(target, knob, before)
+    return {"knob": knob, "values": out}
 
 
 def updates(pool: Pool, root: Path, encoder: Given, share: float = 0.01) -> dict[str, Any]:
