@@ -20,7 +20,7 @@ from pathlib import Path
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.encoder import Encoder
-from perspectrum.eval.backends import lucene_parity, milvus_parity
+from perspectrum.eval.backends import lucene_parity, milvus_fulltext_overlap, milvus_parity
 
 
 def main() -> None:
@@ -38,6 +38,8 @@ def main() -> None:
         milvus = milvus_parity(dataset, Path(root) / "milvus", Encoder())
         milvus["uri"] = "milvus-lite (a file in a temporary folder)"
         print(f"milvus: overlap@10 {milvus['overlap_at_10']}", flush=True)
+        fulltext = milvus_fulltext_overlap(dataset, str(Path(root) / "fulltext" / "milvus.db"))
+        print(f"milvus full-text BM25: overlap@10 {fulltext['overlap_at_10']}", flush=True)
     result = {
         "command": "python eval/backend_parity.py",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
@@ -45,6 +47,7 @@ def main() -> None:
                                                       "milvus-lite")},
         "lucene_vs_bm25s": lucene,
         "milvus_vs_faiss": milvus,
+        "milvus_fulltext_vs_bm25s": fulltext,
         "t_columns": "[bm25s, lucene], percent",
         "seconds": round(time.perf_counter() - started, 1),
     }

@@ -15,6 +15,8 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.eval.backends import ids, lucene_parity, milvus_parity
 from perspectrum.index import BM25Index, DenseIndex, IndexStore
 
+pytestmark = pytest.mark.jvm  # see scripts/test.sh
+
 REAL = pytest.mark.skipif(not os.environ.get("PERSPECTRUM_DATA"), reason="PERSPECTRUM_DATA not set")
 
 

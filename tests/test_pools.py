@@ -18,6 +18,9 @@ from .test_cli import invoke
 from .test_reliability import python
 
 
+pytestmark = pytest.mark.jvm  # see scripts/test.sh
+
+
 def write_pool(path: Path, rows: dict) -> Path:
     path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in rows.items()))
     return path
