@@ -72,14 +72,6 @@ def generated_pool(real: Pool, vectors: np.ndarray, size: int, seed: int = SEED)
     return Pool(real.name, ids_, tuple(real.texts) + tuple(texts)), np.vstack([vectors, mixed]).astype(np.float32)
 
 
-class Given(Precomputed):
-    """Precomputed vectors handed over as they are (no encoder run)."""
-
-    def __init__(self, identity: str, texts: Sequence[str], vectors: np.ndarray) -> None:
-        self.identity = identity
-        self._vectors = dict(zip(texts, vectors))
-
-
 def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.resolve().rglob("*") if p.is_file())
 
@@ -94,7 +86,7 @@ def timed(calls: Sequence[Callable[[], Any]]) -> dict[str, float]:
 
 
 def measure(size: int, pool: Pool, vectors: np.ndarray, queries: list[str], query_vectors: np.ndarray,
-            root: Path, encoder: Given, skip: set[str]) -> dict[str, Any]:
+            root: Path, encoder: Precomputed, skip: set[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     exact: list[list[Any]] | None = None
     for label, backend, kind, dense in ENGINES:
@@ -146,7 +138,7 @@ def sweep(label: str, index: Any, query_vectors: np.ndarray, exact: list[list[An
     return {"knob": knob, "values": out}
 
 
-def updates(pool: Pool, root: Path, encoder: Given, share: float = 0.01) -> dict[str, Any]:
+def updates(pool: Pool, root: Path, encoder: Precomputed, share: float = 0.01) -> dict[str, Any]:
     """Seconds to remove ``share`` of the pool and add as many new sentences, per engine,
     through :meth:`IndexStore.update` (the indexes ``measure`` built under ``root``)."""
     n = int(len(pool) * share)
@@ -217,7 +209,7 @@ def main() -> None:
     }
     for size in args.sizes:
         pool, vectors = generated_pool(real, real_vectors, size)
-        given = Given(encoder.identity, [*pool.texts, *claims], np.vstack([vectors, query_vectors]))
+        given = Precomputed(encoder.identity, [*pool.texts, *claims], np.vstack([vectors, query_vectors]))
         with tempfile.TemporaryDirectory() as root:
             skip = set(args.skip) if size == max(args.sizes) else set()
             result["sizes"][str(size)] = measure(size, pool, vectors, claims, query_vectors, Path(root), given, skip)

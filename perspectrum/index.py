@@ -201,6 +201,14 @@ def tuned(index: Any, params: DenseParams) -> Any:
     return index
 
 
+def added_vectors(index: Any, new: Pool, kept: Sequence[int], added: Pool, show_progress: bool) -> np.ndarray:
+    """What an update of a dense ``index`` (faiss or Milvus) to ``new`` indexes: the kept
+    rows' stored vectors, then the added texts' vectors, the only ones encoded."""
+    fresh = index.encoder.encode(list(added.texts), index.params.batch_size, show_progress,
+                                 f"dense {new.name} (added)") if len(added) else np.zeros((0, index.dimension))
+    return np.vstack([index.vectors([index.doc_ids[row] for row in kept]), fresh]).astype(np.float32)
+
+
 class DenseIndex:
     """Inner-product search with faiss over normalised embeddings: exact for pools below
     :attr:`DenseParams.exact_below` rows (PERSPECTRUM's ≤ 45k rows take well under a
@@ -239,11 +247,7 @@ class DenseIndex:
         """``new``'s index from the kept rows' stored vectors and the added texts' (the only
         ones encoded); the structure is made again for the new size, which for exact search
         is a copy."""
-        fresh = self.encoder.encode(list(added.texts), self.params.batch_size, show_progress,
-                                    f"dense {new.name} (added)") if len(added) else np.zeros((0, self.dimension))
-        kept_vectors = self.faiss_index.reconstruct_batch(np.array(kept, dtype=np.int64)) if kept \
-            else np.zeros((0, self.dimension))
-        vectors = np.vstack([kept_vectors, fresh]).astype(np.float32)
+        vectors = added_vectors(self, new, kept, added, show_progress)
         return DenseIndex(faiss_structure(vectors, self.params), new.ids, self.encoder, self.params)
 
     def save(self, folder: Path) -> None:
@@ -286,8 +290,10 @@ class DenseIndex:
     def vectors(self, doc_ids: Sequence[DocId]) -> np.ndarray:
         """The stored (normalised) embeddings of ``doc_ids``, one row each, in order."""
         rows = [self._row_of[d] for d in doc_ids]
-        if self._embeddings is not None or not rows:
-            return self.embeddings[rows]
+        if not rows:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        if self._embeddings is not None:
+            return self._embeddings[rows]
         return self.faiss_index.reconstruct_batch(np.array(rows, dtype=np.int64))
 
 
@@ -332,6 +338,12 @@ class IndexStore:
         if kind not in KINDS:
             raise PerspectrumError(f"unknown index kind {kind!r}: choose one of {', '.join(KINDS)}")
         return BACKENDS[self.backend][kind]
+
+    def _foreign(self, kind: str) -> str | None:
+        """The engine serving ``kind`` when it is not the embedded one (it then names the
+        folder and joins the key and settings), else ``None``."""
+        engine = self.engine(kind)
+        return None if engine == BACKENDS[DEFAULT_BACKEND][kind] else engine
 
     @property
     def encoder(self) -> Encoder:
@@ -379,20 +391,20 @@ class IndexStore:
         return pool
 
     def folder(self, pool: Pool, kind: str) -> Path:
-        engine = self.engine(kind)
-        return self.root / pool.name / (kind if engine == BACKENDS[DEFAULT_BACKEND][kind] else f"{kind}-{engine}")
+        foreign = self._foreign(kind)
+        return self.root / pool.name / (f"{kind}-{foreign}" if foreign else kind)
 
     def key(self, pool: Pool, kind: str) -> str:
         """What an index must have been built for: pool content, kind, settings, encoder, format
         (and the engine, when it is not the embedded one: so the embedded keys never changed)."""
-        engine = self.engine(kind)
+        foreign = self._foreign(kind)
         if kind == "bm25":
             settings: dict[str, Any] = self.bm25.to_dict()
         else:
             settings = {"encoder": self.encoder.identity, **self.dense.structure_settings(len(pool))}
         described: dict[str, Any] = {"pool": pool.fingerprint, "kind": kind, "settings": settings, "format": FORMAT}
-        if engine != BACKENDS[DEFAULT_BACKEND][kind]:
-            described["engine"] = engine
+        if foreign:
+            described["engine"] = foreign
         blob = json.dumps(described, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -517,14 +529,14 @@ class IndexStore:
         """Write ``index`` of ``pool`` with its meta into a new version folder and swap it in;
         returns the seconds since ``start`` up to the index's files written (an update may
         do its work as it writes them)."""
-        key, engine = self.key(pool, kind), self.engine(kind)
+        key, foreign = self.key(pool, kind), self._foreign(kind)
         if kind == "bm25":
             settings: dict[str, Any] = self.bm25.to_dict()
         else:
             settings = {**self.dense.to_dict(), "encoder_id": self.encoder.identity, "dimension": index.dimension,
                         "normalised": True, **self.dense.structure_settings(len(pool))}
-        if engine != BACKENDS[DEFAULT_BACKEND][kind]:
-            settings["engine"] = engine
+        if foreign:
+            settings["engine"] = foreign
 
         seconds = 0.0
 

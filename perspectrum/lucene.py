@@ -180,28 +180,27 @@ class LuceneBM25Index:
         index._scratch = scratch
         try:
             with progress(f"Lucene {pool.name}", 1, enabled=show_progress) as advance:
-                index._add(pool, index.slots)
+                index._index(pool, index.slots, index.folder)
                 advance(1)
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
         return index
 
-    def _add(self, pool: Pool, slots: Sequence[int]) -> None:
-        """Index ``pool``'s texts under ``slots`` with Anserini's ``IndexCollection``, in a
-        child JVM (which keeps the indexer's heap and log lines out of this process)."""
-        docs = self._scratch / "docs"  # type: ignore[operator]
-        docs.mkdir()
-        with (docs / "docs.jsonl").open("w", encoding="utf-8") as out:
-            for slot, tokens in zip(slots, self.analyzer.tokenize(pool.texts)):
-                out.write(json.dumps({ROW: f"{slot:0{ROW_DIGITS}d}", CONTENTS: " ".join(tokens)}) + "\n")
-        command = [str(java_home() / "bin" / "java"), "-cp", str(anserini_jar()),
-                   "io.anserini.index.IndexCollection", "-collection", "JsonCollection",
-                   "-input", str(docs), "-index", str(self.folder), "-pretokenized",
-                   "-bm25.accurate", "-threads", "1", "-quiet"]
-        done = subprocess.run(command, capture_output=True, text=True)
-        shutil.rmtree(docs, ignore_errors=True)
-        if done.returncode != 0 or not self.folder.is_dir():
+    def _index(self, pool: Pool, slots: Sequence[int], into: Path) -> None:
+        """Index ``pool``'s texts under ``slots`` into a new Lucene index at ``into``, with
+        Anserini's ``IndexCollection`` in a child JVM (which keeps the indexer's heap and log
+        lines out of this process)."""
+        with tempfile.TemporaryDirectory(prefix="perspectrum-lucene-") as docs:
+            with (Path(docs) / "docs.jsonl").open("w", encoding="utf-8") as out:
+                for slot, tokens in zip(slots, self.analyzer.tokenize(pool.texts)):
+                    out.write(json.dumps({ROW: f"{slot:0{ROW_DIGITS}d}", CONTENTS: " ".join(tokens)}) + "\n")
+            command = [str(java_home() / "bin" / "java"), "-cp", str(anserini_jar()),
+                       "io.anserini.index.IndexCollection", "-collection", "JsonCollection",
+                       "-input", docs, "-index", str(into), "-pretokenized",
+                       "-bm25.accurate", "-threads", "1", "-quiet"]
+            done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0 or not into.is_dir():
             last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
             raise PerspectrumError(f"Lucene could not index the {pool.name} pool: {last}")
 
@@ -255,20 +254,13 @@ class LuceneBM25Index:
                 if path.name not in (META, DOCIDS, SLOTS, "write.lock"):
                     os.link(path, folder / path.name)
             self.folder, self._pending = folder, None
-            with progress(f"Lucene {added.name}", 2, enabled=show_progress) as advance:
-                fresh = None
-                if len(added):  # the added texts' own index, merged in below as it is (exact norms kept)
-                    fresh = LuceneBM25Index(Path(tempfile.mkdtemp(prefix="perspectrum-lucene-")) / "index",
-                                            added.ids, self.params, self.slots[first_new:])
-                    fresh._scratch = fresh.folder.parent
-                try:
-                    if fresh is not None:
-                        fresh._add(added, fresh.slots)
-                    advance(1)
-                    self._change(removed, fresh.folder if fresh is not None else None)
-                finally:
-                    if fresh is not None:
-                        shutil.rmtree(fresh.folder.parent, ignore_errors=True)
+            with progress(f"Lucene {added.name}", 2, enabled=show_progress) as advance, \
+                    tempfile.TemporaryDirectory(prefix="perspectrum-lucene-") as scratch:
+                fresh = Path(scratch) / "index" if len(added) else None
+                if fresh is not None:  # the added texts' own index, merged in below as it is (exact norms kept)
+                    self._index(added, self.slots[first_new:], fresh)
+                advance(1)
+                self._change(removed, fresh)
                 advance(1)
         for path in sorted(self.folder.iterdir()) if self.folder != folder else ():
             shutil.move(str(path), folder / path.name)
@@ -281,20 +273,21 @@ class LuceneBM25Index:
 
     @classmethod
     def load(cls, folder: Path, params: BM25Params) -> LuceneBM25Index:
-        index = cls(folder, [], params)
-        try:
-            count = int(index._lucene().getIndexReader().numDocs())
-        except Exception as exc:  # a JVM exception: the files are not a Lucene index
-            raise integrity.Damaged(f"{folder} is not a readable Lucene index ({str(exc).splitlines()[0]})") from None
         try:
             slots = json.loads((folder / SLOTS).read_text(encoding="ascii"))
         except (OSError, ValueError):
             raise integrity.Damaged(f"{folder / SLOTS} cannot be read") from None
-        if not isinstance(slots, list) or len(slots) != count or not all(type(s) is int for s in slots):
+        if not isinstance(slots, list) or not all(type(s) is int for s in slots):
+            raise integrity.Damaged(f"{folder / SLOTS} is not a list of slots")
+        index = cls(folder, [], params, slots)
+        try:
+            count = int(index._lucene().getIndexReader().numDocs())
+        except Exception as exc:  # a JVM exception: the files are not a Lucene index
+            raise integrity.Damaged(f"{folder} is not a readable Lucene index ({str(exc).splitlines()[0]})") from None
+        if len(slots) != count:
             raise integrity.Damaged(f"{folder / SLOTS} does not hold the index's {count:,} slots")
-        loaded = cls(folder, _read_docids(folder, count), params, slots)
-        loaded._searcher, loaded._sort = index._searcher, index._sort
-        return loaded
+        index.doc_ids = _read_docids(folder, count)
+        return index
 
     def _lucene(self) -> Any:
         """The Lucene searcher, opened on first use (so :meth:`save` may move the files first)."""

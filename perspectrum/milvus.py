@@ -31,7 +31,7 @@ from perspectrum.config import DenseParams
 from perspectrum.data import Pool
 from perspectrum.encoder import Encoder
 from perspectrum.errors import PerspectrumError
-from perspectrum.index import _read_docids, _write_docids
+from perspectrum.index import _read_docids, _write_docids, added_vectors
 from perspectrum.search import DocId, Hit
 
 URI_ENV = "PERSPECTRUM_MILVUS_URI"
@@ -108,9 +108,7 @@ class MilvusDenseIndex:
         """``new``'s index in a new collection, from the kept rows' stored vectors and the
         added texts' (the only ones encoded): the published collection is never changed,
         so the folder swap stays the one moment readers move over."""
-        fresh = self.encoder.encode(list(added.texts), self.params.batch_size, show_progress,
-                                    f"dense {new.name} (added)") if len(added) else np.zeros((0, self.dimension))
-        vectors = np.vstack([self._fetch(kept), fresh]).astype(np.float32)
+        vectors = added_vectors(self, new, kept, added, show_progress)
         return self.from_vectors(new, vectors, self.encoder, self.params, self.uri, folder, show_progress)
 
     @classmethod

@@ -33,9 +33,10 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return perspectives, evidence
 
 
-def store_of(files: tuple[Path, Path], root: Path, backend: str = "embedded") -> tuple[IndexStore, Pool]:
+def store_of(files: tuple[Path, Path], root: Path, backend: str = "embedded",
+             encoder=None) -> tuple[IndexStore, Pool]:
     pools = [Pool.from_jsonl(f, name) for f, name in zip(files, ("perspectives", "evidence"))]
-    return own_store(IndexStore(root, backend=backend), *pools, files), pools[0]
+    return own_store(IndexStore(root, backend=backend, encoder=encoder), *pools, files), pools[0]
 
 
 def runs(index, queries=("nuclear waste", "zoos breed animals", "private cars")) -> list:
@@ -45,8 +46,7 @@ def runs(index, queries=("nuclear waste", "zoos breed animals", "private cars"))
 def test_add_then_remove_updates_each_index_to_what_a_fresh_build_gives(tmp_path: Path, files, encoder) -> None:
     index_dir = tmp_path / "idx"
     for backend in ("embedded", "lucene"):
-        store, pool = store_of(files, index_dir, backend)
-        store._encoder = encoder
+        store, pool = store_of(files, index_dir, backend, encoder)
         for kind in ("bm25",) if backend == "lucene" else ("bm25", "dense"):
             store.build(pool, kind)
     extra = write_pool(tmp_path / "new.jsonl", {40: "Nuclear plants could replace coal quickly", 41: "Zoos are prisons"})
@@ -60,8 +60,7 @@ def test_add_then_remove_updates_each_index_to_what_a_fresh_build_gives(tmp_path
     result = invoke("pool", "remove", str(files[0]), "--ids", "3,40", "--index-dir", str(index_dir), "--json")
     assert result.exit_code == 0 and json.loads(result.output)["removed"] == 2, result.output
     for backend in ("embedded", "lucene"):
-        store, pool = store_of(files, index_dir, backend)
-        store._encoder = encoder
+        store, pool = store_of(files, index_dir, backend, encoder)
         assert 3 not in pool.ids and 41 in pool.ids
         for kind in ("bm25",) if backend == "lucene" else ("bm25", "dense"):
             assert store.check(pool, kind) is None, (backend, kind)

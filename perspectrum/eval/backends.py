@@ -68,10 +68,15 @@ def lucene_parity(dataset: Dataset, root: Path, split: str = "dev") -> dict[str,
 class Precomputed:
     """An encoder answering from vectors computed once, so two engines index the same numbers."""
 
-    def __init__(self, encoder: Any, texts: Sequence[str]) -> None:
+    def __init__(self, identity: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+        self.identity = identity
+        self._vectors = dict(zip(texts, vectors))
+
+    @classmethod
+    def encoded(cls, encoder: Any, texts: Sequence[str]) -> Precomputed:
+        """``texts`` encoded once by ``encoder``."""
         unique = list(dict.fromkeys(texts))
-        self.identity = encoder.identity
-        self._vectors = dict(zip(unique, encoder.encode(unique, 64)))
+        return cls(encoder.identity, unique, encoder.encode(unique, 64))
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, *args: Any, **kwargs: Any) -> np.ndarray:
         return np.array([self._vectors[t] for t in texts], dtype=np.float32)
@@ -81,7 +86,7 @@ def milvus_parity(dataset: Dataset, root: Path, encoder: Any, milvus_uri: str | 
     """Exact search in Milvus against faiss over the perspective pool, the claims as queries."""
     perspectives = Pool.from_dataset(dataset, "perspectives")
     queries = [c.text for c in dataset.claims.values()]
-    same = Precomputed(encoder, [*perspectives.texts, *queries])
+    same = Precomputed.encoded(encoder, [*perspectives.texts, *queries])
     started = time.perf_counter()
     faiss = DenseIndex.build(perspectives, same)
     faiss_seconds = time.perf_counter() - started
