@@ -19,7 +19,7 @@ from pathlib import Path
 
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.encoder import Encoder
+from perspectrum.encoders.bi_encoder import Encoder
 from perspectrum.eval.backends import lucene_parity, milvus_fulltext_overlap, milvus_parity
 
 

@@ -6,7 +6,7 @@ Over the first ``--limit`` claims of a split (read from ``$PERSPECTRUM_DATA`` or
 ``--data-dir``), each engine writes a fresh results file in a temporary folder:
 
 - ``local``: :meth:`Pipeline.discover_many` in this process (torch's default threads);
-- ``ray_1``: Ray Data, one single-threaded actor per step of :data:`perspectrum.batch.STEPS`,
+- ``ray_1``: Ray Data, one single-threaded actor per step of :data:`perspectrum.serve.batch.STEPS`,
   every Ray process confined to one core: one worker's worth of CPU;
 - ``ray_2``: two actors per step on both cores;
 - ``ray_1_two_cores``: one actor per step on both cores (the stages' pipelining alone).
@@ -36,9 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perspectrum._io import write_json  # noqa: E402
-from perspectrum.batch import STEPS, discover_batch  # noqa: E402
+from perspectrum.serve.batch import STEPS, discover_batch  # noqa: E402
 from perspectrum.data import load_dataset  # noqa: E402
-from perspectrum.pipeline import Pipeline  # noqa: E402
+from perspectrum.pipeline.pipeline import Pipeline  # noqa: E402
 
 #: (name, engine, workers per step, cores: None for all) of each timed run, in running order.
 RUNS = (("local", "local", 1, None), ("ray_1", "ray", 1, 1), ("ray_2", "ray", 2, None),

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from perspectrum._io import write_json  # noqa: E402
 from perspectrum._progress import progress  # noqa: E402
 from perspectrum.data import load_dataset  # noqa: E402
-from perspectrum.pipeline import Pipeline  # noqa: E402
+from perspectrum.pipeline.pipeline import Pipeline  # noqa: E402
 
 COLD = ("import time; t = time.perf_counter(); from perspectrum import Pipeline; "
         "p = Pipeline.load(); p.warm_up(); print(time.perf_counter() - t)")

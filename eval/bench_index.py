@@ -21,7 +21,7 @@ from pathlib import Path
 
 from perspectrum._io import write_json
 from perspectrum.data import POOL_NAMES, Pool, load_dataset
-from perspectrum.index import KINDS, IndexStore
+from perspectrum.index.store import IndexStore, KINDS
 
 
 def main() -> None:

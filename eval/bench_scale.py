@@ -11,7 +11,7 @@ vectors. Encoding a million sentences would take about 48 minutes on 2 cores; th
 engines' costs do not depend on where the vectors came from, but recall does, and sums
 of real vectors keep the real pool's clusters where random vectors would have none.
 
-For each size and engine: build seconds (through :class:`perspectrum.index.IndexStore`,
+For each size and engine: build seconds (through :class:`perspectrum.index.store.IndexStore`,
 as ``perspectrum index build`` runs it, files written included), index bytes (what the
 engine holds in memory or maps: its files on disk; Milvus's in its own server process),
 query latency p50/p95 (one query at a time, k=100, query vectors given), and, for the
@@ -36,9 +36,9 @@ import numpy as np
 from perspectrum._io import atomic_write, write_json
 from perspectrum.config import DenseParams
 from perspectrum.data import Pool, load_dataset
-from perspectrum.encoder import Encoder
+from perspectrum.encoders.bi_encoder import Encoder
 from perspectrum.eval.backends import Precomputed, ids
-from perspectrum.index import IndexStore
+from perspectrum.index.store import IndexStore
 
 SIZES = (10_000, 100_000, 1_000_000)
 QUERIES = 200

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from perspectrum._io import write_json  # noqa: E402
 from perspectrum.data import load_dataset  # noqa: E402
-from perspectrum.pipeline import Pipeline  # noqa: E402
+from perspectrum.pipeline.pipeline import Pipeline  # noqa: E402
 
 
 def _latency(values: list[float]) -> dict[str, float]:

@@ -8,7 +8,7 @@ PERSPECTRUM's evidence paragraphs joined in id order (blank line between); "repe
 its first paragraph over and over (boilerplate, a pasted page twice): pysbd looks each
 sentence it finds up in the text, and repeated sentences make that grow with the square
 of the length. For each: seconds for pysbd over the whole text (what
-``perspectrum.text.sentences`` did before :data:`~perspectrum.text.MAX_SPLIT_CHARS`) and
+``perspectrum.text.sentences.sentences`` did before :data:`~perspectrum.text.sentences.MAX_SPLIT_CHARS`) and
 for ``sentences`` as it is now, and the sentences each finds.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perspectrum import text  # noqa: E402
+from perspectrum.text import sentences as text
 from perspectrum._io import write_json  # noqa: E402
 from perspectrum.data import load_dataset  # noqa: E402
 

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perspectrum._io import write_json  # noqa: E402
-from perspectrum.crossencoder import META_FILE  # noqa: E402
+from perspectrum.encoders.cross_encoder import META_FILE  # noqa: E402
 from perspectrum.data import load_dataset  # noqa: E402
 
 #: Most perspectives the pipeline keeps for one claim (PipelineConfig.max_perspectives).

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.pipeline import Pipeline
+from perspectrum.pipeline.pipeline import Pipeline
 
 WORDS = 10_000
 ARGUMENTS = 16

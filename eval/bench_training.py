@@ -27,11 +27,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perspectrum import config as folders  # noqa: E402
+from perspectrum import config as folders
 from perspectrum._io import write_json  # noqa: E402
 from perspectrum.data import data_checksum, load_dataset  # noqa: E402
-from perspectrum.index import IndexStore  # noqa: E402
-from perspectrum.training import CONFIGS, TaskConfig, train_task  # noqa: E402
+from perspectrum.index.store import IndexStore
+from perspectrum.train.tasks import CONFIGS, TaskConfig, train_task  # noqa: E402
 
 #: Changes to the shipped recipe's training settings, by variant name.
 VARIANTS: dict[str, dict[str, Any]] = {

@@ -13,7 +13,7 @@
   first window and for a window picked at random (expected), which a verifier must beat.
 
 The window scorer is the one ``discover`` uses: the evidence ranker's window verifier
-(:mod:`perspectrum.ranker`). Before it, ``discover`` used the mean cosine of the window's
+(:mod:`perspectrum.models.evidence_ranker`). Before it, ``discover`` used the mean cosine of the window's
 sentences to the cluster's first perspective (``eval/results/windows_sentence-cosine.json``),
 and before that the evidence cross-encoder (``windows_cross-encoder.json``, on the older
 separation sample: 80 clusters' hybrid top-20 and every gold paragraph).
@@ -34,11 +34,11 @@ sys.path.insert(0, str(ROOT))
 
 from perspectrum._io import write_json  # noqa: E402
 from perspectrum.data import Dataset, load_dataset  # noqa: E402
-from perspectrum.pipeline import Pipeline  # noqa: E402
-from perspectrum.ranker import Debate, Featurizer, WindowJob  # noqa: E402
-from perspectrum.rules import EVIDENCE_STRIDE  # noqa: E402
-from perspectrum.scorers import Scorers  # noqa: E402
-from perspectrum.text import WINDOW, sentences, window_starts  # noqa: E402
+from perspectrum.pipeline.pipeline import Pipeline  # noqa: E402
+from perspectrum.models.evidence_ranker import Debate, Featurizer, WindowJob  # noqa: E402
+from perspectrum.models.rules import EVIDENCE_STRIDE  # noqa: E402
+from perspectrum.models.scorers import Scorers  # noqa: E402
+from perspectrum.text.sentences import WINDOW, sentences, window_starts  # noqa: E402
 
 LABELS = ROOT / "eval" / "window_labels.json"
 

@@ -25,8 +25,8 @@ from perspectrum.data import load_dataset
 from perspectrum.eval.matching import (MatchDocument, _percent, _searcher, decide, match_documents, score_decisions,
                                        score_documents)
 from perspectrum.eval.mining import Judge
-from perspectrum.matching import MatchSettings
-from perspectrum.pipeline import Pipeline
+from perspectrum.text.matching import MatchSettings
+from perspectrum.pipeline.pipeline import Pipeline
 
 RESULTS = Path(__file__).parent / "results"
 SYSTEMS = ("competitive_sentence_max", "embedding_sentence_max")

@@ -32,13 +32,13 @@ from pathlib import Path
 import numpy as np
 
 from perspectrum._io import write_json
-from perspectrum.crossencoder import CrossEncoderModel, TrainParams, fine_tune
+from perspectrum.encoders.cross_encoder import CrossEncoderModel, TrainParams, fine_tune
 from perspectrum.data import Dataset, load_dataset
 from perspectrum.eval.ir import best_of
 from perspectrum.eval.matching import (MatchDocument, Scored, _percent, _searcher, match_documents, score_decisions,
                                        score_documents)
-from perspectrum.matching import MatchSettings, margins
-from perspectrum.pipeline import Pipeline
+from perspectrum.text.matching import MatchSettings, margins
+from perspectrum.pipeline.pipeline import Pipeline
 
 RESULTS = Path(__file__).parent / "results"
 PARAMS = TrainParams(epochs=1, max_length=256, length_batches=True, seed=13)

@@ -15,8 +15,8 @@ from pathlib import Path
 from rich.console import Console
 
 from perspectrum._io import atomic_write
-from perspectrum.display import matched, mined
-from perspectrum.pipeline import Pipeline
+from perspectrum.cli.display import matched, mined
+from perspectrum.pipeline.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 ESSAY = ROOT / "docs" / "examples" / "zoos.txt"

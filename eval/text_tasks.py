@@ -4,8 +4,8 @@
     python eval/text_tasks.py mine --split test    # score test with dev's choice → eval/results/mine_test.json
 
 What each measures is in :mod:`perspectrum.eval.mining` and :mod:`perspectrum.eval.matching`.
-The settings dev chooses are the defaults of :class:`perspectrum.mining.MineSettings` and
-:class:`perspectrum.matching.MatchSettings`; scoring test refuses to run while they differ.
+The settings dev chooses are the defaults of :class:`perspectrum.text.mining.MineSettings` and
+:class:`perspectrum.text.matching.MatchSettings`; scoring test refuses to run while they differ.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.eval.matching import evaluate_match, tune_match
 from perspectrum.eval.mining import evaluate_mine, tune_mine
-from perspectrum.matching import MatchSettings
-from perspectrum.mining import MineSettings
-from perspectrum.pipeline import Pipeline
+from perspectrum.text.matching import MatchSettings
+from perspectrum.text.mining import MineSettings
+from perspectrum.pipeline.pipeline import Pipeline
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -5,7 +5,7 @@
 A seeded sample of 50 dev (gold cluster, gold paragraph) pairs whose paragraph has more
 than 3 sentences (with 3 or fewer there is one window, and the highlight cannot be wrong).
 For each, a person reads the cluster's perspectives and the paragraph's sentences (split as
-:func:`perspectrum.text.sentences` splits them) and writes down the sentences that state the
+:func:`perspectrum.text.sentences.sentences` splits them) and writes down the sentences that state the
 cluster's point, or none. ``eval/window_labels.json`` keeps only ids and sentence numbers:
 never the data's text (the dataset is CC BY-SA and not part of the project).
 """
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perspectrum.data import Dataset, load_dataset  # noqa: E402
-from perspectrum.text import WINDOW, sentences  # noqa: E402
+from perspectrum.text.sentences import WINDOW, sentences  # noqa: E402
 
 SEED = 2026
 SIZE = 50

@@ -6,9 +6,9 @@ as supporting or undermining, and back each with evidence paragraphs.
 
 from perspectrum.data import Dataset, Pool, load_dataset
 from perspectrum.errors import PerspectrumError
-from perspectrum.index import BM25Index, DenseIndex, IndexStore
+from perspectrum._version import __version__
+from perspectrum.index import BM25Index, DenseIndex, Hit, HybridSearcher, IndexStore
 from perspectrum.pipeline import Discovery, Pipeline, PipelineConfig
-from perspectrum.search import Hit, HybridSearcher
 
 __all__ = [
     "BM25Index",
@@ -24,4 +24,3 @@ __all__ = [
     "Pool",
     "load_dataset",
 ]
-__version__ = "0.1.0"

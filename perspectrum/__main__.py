@@ -1,5 +1,5 @@
 """``python -m perspectrum`` runs the command-line interface."""
 
-from perspectrum.cli import main
+from perspectrum.cli.app import main
 
 main()

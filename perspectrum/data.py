@@ -22,7 +22,7 @@ from typing import Any
 from perspectrum._io import atomic_write
 from perspectrum.errors import PerspectrumError
 from perspectrum.integrity import sha256_file
-from perspectrum.text import encodable
+from perspectrum.text.sentences import encodable
 
 DATA_ENV = "PERSPECTRUM_DATA"
 SPLITS = ("train", "dev", "test")
@@ -426,11 +426,11 @@ class Pool:
     @classmethod
     def sentences_of(cls, evidence: Pool) -> Pool:
         """The ``sentences`` pool of an evidence pool: each paragraph split by
-        :func:`perspectrum.text.sentences`, in paragraph then position order (a paragraph
+        :func:`perspectrum.text.sentences.sentences`, in paragraph then position order (a paragraph
         the splitter finds no sentence in is one). Splitting 8,092 paragraphs takes
-        ~35 s, so :meth:`perspectrum.index.IndexStore.sentences` caches the result.
+        ~35 s, so :meth:`perspectrum.index.store.IndexStore.sentences` caches the result.
         """
-        from perspectrum.text import sentences
+        from perspectrum.text.sentences import sentences
 
         rows = [(sentence_id(eid, j), text) for eid, paragraph in zip(evidence.ids, evidence.texts)
                 for j, text in enumerate(sentences(paragraph) or (paragraph,))]

@@ -144,7 +144,7 @@ def dataset(data_dir: Path):
 @pytest.fixture(scope="session")
 def encoder():
     """The packaged MiniLM, loaded once per test run (a few seconds)."""
-    from perspectrum.encoder import Encoder
+    from perspectrum.encoders.bi_encoder import Encoder
 
     model = Encoder()
     model.model  # noqa: B018 - load now so the first test using it is not billed for it
@@ -172,8 +172,8 @@ def trained_dir(tmp_path_factory) -> tuple[Path, Path, Path]:
     all`, which also chooses the pipeline's settings on dev; once per test run (about a minute)."""
     from typer.testing import CliRunner
 
-    from perspectrum.cli import app
-    from perspectrum.models import TASKS
+    from perspectrum.cli.app import app
+    from perspectrum.models.store import TASKS
 
     root = tmp_path_factory.mktemp("trained")
     data = write_dataset(root / "data")

@@ -13,7 +13,9 @@ import pytest
 from perspectrum.data import Pool, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.backends import ids, lucene_parity, milvus_parity
-from perspectrum.index import BM25Index, DenseIndex, IndexStore
+from perspectrum.index.bm25 import BM25Index
+from perspectrum.index.dense import DenseIndex
+from perspectrum.index.store import IndexStore
 
 pytestmark = pytest.mark.jvm  # see scripts/test.sh
 
@@ -84,7 +86,7 @@ def test_milvus_store_matches_faiss_and_notices_a_lost_collection(tmp_path: Path
     # a rebuild publishes a new collection; the one readers may still use survives it
     first = reopened.collection
     store.build(pool, "dense")
-    from perspectrum.milvus import client
+    from perspectrum.index.milvus import client
 
     assert first in client(store.milvus_uri).list_collections()
     client(store.milvus_uri).drop_collection(store.open(pool, "dense").collection)

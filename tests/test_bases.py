@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from perspectrum import bases
+from perspectrum.encoders import base_models as bases
 from perspectrum.errors import PerspectrumError
 
 

@@ -21,10 +21,10 @@ import pytest
 from typer.testing import CliRunner
 
 from perspectrum import Pipeline
-from perspectrum.batch import STEPS, BatchClaim, discover_batch, read_claims, read_results
-from perspectrum.cli import app
+from perspectrum.serve.batch import STEPS, BatchClaim, discover_batch, read_claims, read_results
+from perspectrum.cli.app import app
 from perspectrum.errors import PerspectrumError
-from perspectrum.pipeline import STAGE_NAMES
+from perspectrum.pipeline.pipeline import STAGE_NAMES
 from tests.conftest import CLAIMS, write_dataset
 
 runner = CliRunner()

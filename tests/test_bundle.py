@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from perspectrum import Pipeline
-from perspectrum.bundle import MANIFEST, export_models, install_models, inventory
-from perspectrum.cli import app
+from perspectrum.models.bundle import MANIFEST, export_models, install_models, inventory
+from perspectrum.cli.app import app
 from perspectrum.data import data_checksum
 from perspectrum.errors import PerspectrumError
 

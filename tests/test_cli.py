@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from perspectrum import data
-from perspectrum.cli import app
+from perspectrum.cli.app import app
 
 from .conftest import CLAIMS, checksums_of
 

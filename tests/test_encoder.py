@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perspectrum.encoder import Encoder, MeanPooled, default_encoder_path
+from perspectrum.encoders.bi_encoder import Encoder, MeanPooled, default_encoder_path
 
 
 def test_mean_pooled_matches_sentence_transformers(encoder) -> None:

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from perspectrum.crossencoder import SEP
+from perspectrum.encoders.cross_encoder import SEP
 from perspectrum.data import Cluster
-from perspectrum.examples import (
-    equivalence_examples,
-    relevance_examples,
-    stance_examples,
-    stance_target,
-)
-from perspectrum.text import sentences, window_sentences, window_starts, windows
+from perspectrum.train.examples import equivalence_examples, relevance_examples, stance_examples, stance_target
+from perspectrum.text.sentences import sentences, window_sentences, window_starts, windows
 
 
 def test_relevance_positives_are_gold_and_negatives_are_retrieved_non_gold(dataset):

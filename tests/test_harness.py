@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from perspectrum.cli import app
+from perspectrum.cli.app import app
 from perspectrum.data import Dataset, load_dataset
 from perspectrum.eval.harness import CHAIN, TASKS, SpecError, evaluate_system, gold_input, oracle_stages, run_chain
 from perspectrum.eval.ir import evaluate_ir, t4_queries
 from perspectrum.eval.systems import IRSystem, PipelineSystem, centred, evidence_query
-from perspectrum.index import IndexStore
-from perspectrum.pipeline import Pipeline
+from perspectrum.index.store import IndexStore
+from perspectrum.pipeline.pipeline import Pipeline
 from tests.conftest import CLAIMS
 from tests.example_system import WordOverlap
 from tests.test_ir import _swap_labels

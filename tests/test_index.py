@@ -11,7 +11,9 @@ import pytest
 from perspectrum.config import BM25Params
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
-from perspectrum.index import BM25Index, DenseIndex, IndexStore
+from perspectrum.index.bm25 import BM25Index
+from perspectrum.index.dense import DenseIndex
+from perspectrum.index.store import IndexStore
 
 
 @pytest.fixture

@@ -19,15 +19,16 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from perspectrum import data, text
-from perspectrum.cli import app
+from perspectrum import data
+from perspectrum.text import sentences as text
+from perspectrum.cli.app import app
 from perspectrum.data import Pool
-from perspectrum.display import debate, explain, printable
+from perspectrum.cli.display import debate, explain, printable
 from perspectrum.errors import PerspectrumError
-from perspectrum.index import IndexStore
-from perspectrum.pipeline import ClaimError, Pipeline, check_claim
-from perspectrum.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
-from perspectrum.scorers import PIPELINE_FILE, TrainedScorers, check_settings, merge_pipeline_file
+from perspectrum.index.store import IndexStore
+from perspectrum.pipeline.pipeline import ClaimError, Pipeline, check_claim
+from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
+from perspectrum.models.scorers import PIPELINE_FILE, TrainedScorers, check_settings, merge_pipeline_file
 
 from .conftest import write_dataset
 

@@ -11,8 +11,8 @@ import pytest
 from perspectrum.data import Dataset
 from perspectrum.eval.ir import METHODS, T4_CUTOFFS, T4_QUERIES, Cutoff, evaluate_ir, t3_pairs, t4_queries
 from perspectrum.eval.report import ir_table, ir_tuning, plot_recall_curves
-from perspectrum.index import IndexStore
-from perspectrum.search import Hit
+from perspectrum.index.store import IndexStore
+from perspectrum.index.search import Hit
 
 
 def test_cutoff_top_k_and_relative() -> None:

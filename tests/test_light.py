@@ -17,11 +17,11 @@ import pytest
 
 from perspectrum.data import Dataset, Pool, load_dataset
 from perspectrum.errors import PerspectrumError
-from perspectrum.index import IndexStore
-from perspectrum.light import HEADS_FILE, META_FILE, SETTING_KEYS, LightScorers, StaleHeads
-from perspectrum.light_training import train_light
-from perspectrum.ranker import Debate
-from perspectrum.scorers import STAGES
+from perspectrum.index.store import IndexStore
+from perspectrum.models.light_heads import HEADS_FILE, META_FILE, SETTING_KEYS, LightScorers, StaleHeads
+from perspectrum.train.light_heads import train_light
+from perspectrum.models.evidence_ranker import Debate
+from perspectrum.models.scorers import STAGES
 from tests.conftest import write_dataset
 
 ZOO = "Zoos should be banned"

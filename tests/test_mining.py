@@ -17,9 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from perspectrum import Pipeline
-from perspectrum.cli import app
+from perspectrum.cli.app import app
 from perspectrum.data import Pool
-from perspectrum.document import (
+from perspectrum.text.document import (
     MAX_DOCUMENT_CHARS,
     DocumentError,
     Span,
@@ -29,8 +29,8 @@ from perspectrum.document import (
     split_sentences,
 )
 from perspectrum.errors import PerspectrumError
-from perspectrum.matching import MatchSettings, argument_scores, check_arguments, margins, match
-from perspectrum.mining import MineSettings, candidates, mine, non_overlapping, read_candidates
+from perspectrum.text.matching import MatchSettings, argument_scores, check_arguments, margins, match
+from perspectrum.text.mining import MineSettings, candidates, mine, non_overlapping, read_candidates
 
 runner = CliRunner()
 

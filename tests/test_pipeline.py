@@ -16,12 +16,12 @@ import pytest
 from typer.testing import CliRunner
 
 from perspectrum import Pipeline
-from perspectrum.cli import app
+from perspectrum.cli.app import app
 from perspectrum.data import Pool, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.pipeline import score
-from perspectrum.pipeline import ClaimError, Discovery, PipelineConfig, check_claim
-from perspectrum.scorers import PIPELINE_FILE
+from perspectrum.pipeline.pipeline import ClaimError, Discovery, PipelineConfig, check_claim
+from perspectrum.models.scorers import PIPELINE_FILE
 from tests.conftest import PERSPECTIVES, write_dataset
 
 runner = CliRunner()
@@ -53,7 +53,7 @@ def test_fresh_machine_builds_indexes_trains_light_heads_and_answers(fresh, caps
 def test_a_first_run_keeps_the_dev_choices_for_its_system(fresh) -> None:
     """The first run chooses only the floor; the stance margin, the raised clustering cut and
     the expansion are the ones `perspectrum tune` chose on dev for light heads."""
-    from perspectrum.light_training import FIRST_RUN
+    from perspectrum.train.light_heads import FIRST_RUN
 
     _, _, models, pipe = fresh
     assert pipe.system == "light"
@@ -154,8 +154,8 @@ def test_light_heads_of_another_version_are_fitted_again(fresh, tmp_path: Path, 
     refit, saying why."""
     import shutil
 
-    from perspectrum.light import META_FILE, VERSION, LightScorers, StaleHeads
-    from perspectrum.ranker import RANKER_FILE
+    from perspectrum.models.light_heads import META_FILE, VERSION, LightScorers, StaleHeads
+    from perspectrum.models.evidence_ranker import RANKER_FILE
 
     data_dir, indexes, models, pipe = fresh
     copy = shutil.copytree(models / "light", tmp_path / "models" / "light")
@@ -177,9 +177,9 @@ def test_a_fine_tuned_stance_model_answers_in_place_of_the_light_head(fresh, tra
 
     import numpy as np
 
-    from perspectrum.bundle import inventory
-    from perspectrum.examples import claim_perspective_input
-    from perspectrum.models import load_task, read_meta
+    from perspectrum.models.bundle import inventory
+    from perspectrum.models.inputs import claim_perspective_input
+    from perspectrum.models.store import load_task, read_meta
 
     data_dir, indexes, models, pipe = fresh
     assert pipe.system == "light"
@@ -306,7 +306,7 @@ def test_end_to_end_scores_follow_the_returned_clusters(fresh) -> None:
 
 
 def _perfect(dataset, cluster):
-    from perspectrum.pipeline import DiscoveredPerspective, EvidenceHit, Phrasing
+    from perspectrum.pipeline.pipeline import DiscoveredPerspective, EvidenceHit, Phrasing
 
     phrasings = tuple(Phrasing(p, dataset.perspectives[p].text, 1.0) for p in cluster.pids)
     stance = "support" if cluster.stance == "SUPPORT" else "undermine"

@@ -15,10 +15,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from perspectrum import Pipeline, PipelineConfig
-from perspectrum.cli import app
+from perspectrum.cli.app import app
 from perspectrum.data import CLAIMS_FILE, load_dataset
-from perspectrum.eval.tuning import tune_pipeline
-from perspectrum.scorers import PIPELINE_FILE
+from perspectrum.train.tune_pipeline import tune_pipeline
+from perspectrum.models.scorers import PIPELINE_FILE
 from tests.conftest import write_dataset
 
 runner = CliRunner()

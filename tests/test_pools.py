@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from perspectrum.data import Pool
-from perspectrum.index import IndexStore
-from perspectrum.pipeline import own_store
+from perspectrum.index.store import IndexStore
+from perspectrum.pipeline.pipeline import own_store
 
 from .conftest import EVIDENCE, PERSPECTIVES
 from .test_cli import invoke

@@ -12,8 +12,8 @@ import pytest
 
 from perspectrum.data import Pool, load_dataset, paragraph_of, sentence_id
 from perspectrum.errors import PerspectrumError
-from perspectrum.index import IndexStore
-from perspectrum.ranker import (
+from perspectrum.index.store import IndexStore
+from perspectrum.models.evidence_ranker import (
     FEATURES,
     RANKER_FILE,
     WINDOW_FEATURES,
@@ -24,7 +24,7 @@ from perspectrum.ranker import (
     second_stage,
     window_labels,
 )
-from perspectrum.text import sentences
+from perspectrum.text.sentences import sentences
 from tests.conftest import write_dataset
 
 

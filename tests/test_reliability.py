@@ -23,15 +23,15 @@ import numpy as np
 import pytest
 
 from perspectrum import _io, integrity
-from perspectrum.crossencoder import META_FILE, CrossEncoderModel
+from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel
 from perspectrum.data import Pool, load_dataset
 from perspectrum.errors import PerspectrumError
-from perspectrum.index import IndexStore
-from perspectrum.light import HEADS_FILE, LightScorers, StaleHeads
-from perspectrum.light import META_FILE as LIGHT_META
-from perspectrum.light_training import train_light
-from perspectrum.models import load_ranker
-from perspectrum.ranker import RANKER_FILE
+from perspectrum.index.store import IndexStore
+from perspectrum.models.light_heads import HEADS_FILE, LightScorers, StaleHeads
+from perspectrum.models.light_heads import META_FILE as LIGHT_META
+from perspectrum.train.light_heads import train_light
+from perspectrum.models.store import load_ranker
+from perspectrum.models.evidence_ranker import RANKER_FILE
 from tests.conftest import write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,7 +191,7 @@ def models(trained_dir, tmp_path) -> Path:
 
 
 def test_what_a_crashed_training_left_goes_when_the_model_loads(models) -> None:
-    from perspectrum.models import load_task
+    from perspectrum.models.store import load_task
 
     (models / ".relevance.v-crashed").mkdir()
     (models / ".relevance.v-crashed" / "model.safetensors").write_bytes(b"half")
@@ -223,7 +223,7 @@ def test_a_flipped_bit_in_a_model_folder_is_caught_or_harmless(models) -> None:
 
 def _copy_of(folder: Path) -> Path:
     """Where the traced copy of the model in ``folder`` is cached."""
-    from perspectrum import traced
+    from perspectrum.encoders import traced
 
     meta = json.loads((folder / META_FILE).read_text())
     copy = traced._key(folder, meta.get("quantize", True), meta["files"])

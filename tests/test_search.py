@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from perspectrum.config import HybridParams
-from perspectrum.search import Hit, HybridSearcher, rrf_fuse, top_hits
+from perspectrum.index.search import Hit, HybridSearcher, rrf_fuse, top_hits
 
 
 class FixedSearcher:

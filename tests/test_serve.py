@@ -20,10 +20,10 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from perspectrum import Pipeline
-from perspectrum.cli import app as cli
+from perspectrum.cli.app import app as cli
 from perspectrum.data import load_dataset
 from perspectrum.errors import PerspectrumError
-from perspectrum.server import (
+from perspectrum.serve.app import (
     COOKIE,
     MAX_BATCH,
     MAX_BODY_BYTES,

@@ -21,10 +21,10 @@ import perspectrum
 from perspectrum.data import Claim, Cluster
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.pipeline import match, score
-from perspectrum.eval.tuning import CachingScorers, choose_floor
-from perspectrum.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
-from perspectrum.rules import average_linkage, keep, latin_script, ranked
-from perspectrum.stages import ClaimState, Cluster as ClusterStage, Context, Member, Relevance, Stance, configure
+from perspectrum.train.tune_pipeline import CachingScorers, choose_floor
+from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
+from perspectrum.models.rules import average_linkage, keep, latin_script, ranked
+from perspectrum.pipeline.stages import ClaimState, Cluster as ClusterStage, Context, Member, Relevance, Stance, configure
 
 
 # ----------------------------------------------------------------------------- rules
@@ -95,7 +95,7 @@ class FakeDense:
         return np.array(rows)
 
     def search_vectors(self, queries, k):
-        from perspectrum.search import Hit
+        from perspectrum.index.search import Hit
 
         return [[Hit(d, 0.8) for d in self.ids[:k]] for _ in queries]
 
@@ -137,7 +137,7 @@ def test_unsure_members_join_and_the_cluster_takes_its_confident_members_side() 
 
 
 def test_a_merge_outweighing_a_cannot_link_is_split_again() -> None:
-    from perspectrum.stages.cluster import _split
+    from perspectrum.pipeline.stages.cluster import _split
 
     kept = [Member(1, 1.0, 0.9, 1), Member(2, 1.0, 0.5, 0), Member(3, 1.0, 0.5, 0), Member(4, 1.0, 0.1, -1)]
     matrix = np.full((4, 4), 0.9)
@@ -148,8 +148,8 @@ def test_a_merge_outweighing_a_cannot_link_is_split_again() -> None:
 
 @pytest.mark.parametrize("agree", [False, True])
 def test_expansion_admits_only_paraphrases_on_their_clusters_side_when_asked(agree: bool) -> None:
-    from perspectrum.stages import Expand
-    from perspectrum.stages.base import Group
+    from perspectrum.pipeline.stages import Expand
+    from perspectrum.pipeline.stages.base import Group
 
     # pool neighbours 2 (supports) and 3 (undermines) both pass the equivalence cut
     context, scorers = _context({TEXTS[1]: 0.9, TEXTS[2]: 0.8, TEXTS[3]: 0.1, TEXTS[4]: 0.2})
@@ -166,7 +166,7 @@ def test_expansion_admits_only_paraphrases_on_their_clusters_side_when_asked(agr
 def test_window_features_by_hand() -> None:
     """Four sentences on axes 0 (this cluster's point), 1 (the sibling's), 2 (the claim's):
     windows start every 2 sentences and the last one is kept, so they cover 0-2 and 1-3."""
-    from perspectrum.ranker import WINDOW_FEATURES, ParagraphWindows
+    from perspectrum.models.evidence_ranker import WINDOW_FEATURES, ParagraphWindows
 
     axes = np.eye(3)
     paragraph = ParagraphWindows.of(axes[[0, 1, 2, 0]], [axes[[0]], axes[[1]]], axes[2])
@@ -188,7 +188,7 @@ def test_window_features_by_hand() -> None:
 
 
 def test_relevance_floor_empties_an_off_topic_claim_with_a_notice() -> None:
-    from perspectrum.stages.base import Candidate
+    from perspectrum.pipeline.stages.base import Candidate
 
     context, _ = _context({})
     on, off = ClaimState("rights", candidates=[Candidate(1, 0.9), Candidate(4, 0.8)]), \
@@ -203,7 +203,7 @@ def test_relevance_floor_empties_an_off_topic_claim_with_a_notice() -> None:
 
 
 def test_retrieve_answers_a_claim_in_another_script_with_a_notice_not_a_search() -> None:
-    from perspectrum.stages import Retrieve
+    from perspectrum.pipeline.stages import Retrieve
 
     context, _ = _context({})
     foreign = ClaimState("社交媒体对社会的影响")
@@ -303,7 +303,7 @@ def test_no_runtime_module_imports_the_evaluation_package() -> None:
                 [a.name for a in node.names] if isinstance(node, ast.Import) else []
             offenders += [f"{relative}: {n}" for n in names if n.startswith("perspectrum.eval")]
     assert offenders == []
-    code = ("import sys, perspectrum, perspectrum.pipeline, perspectrum.light, perspectrum.display, "
-            "perspectrum.stages; print(sorted(m for m in sys.modules if m.startswith('perspectrum.eval')))")
+    code = ("import sys, perspectrum, perspectrum.pipeline.pipeline, perspectrum.models.light_heads, perspectrum.cli.display, "
+            "perspectrum.pipeline.stages; print(sorted(m for m in sys.modules if m.startswith('perspectrum.eval')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

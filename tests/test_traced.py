@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perspectrum import integrity, traced
-from perspectrum.crossencoder import META_FILE, CrossEncoderModel, TrainParams
-from perspectrum.encoder import default_encoder_path, transformers_classes
+from perspectrum import integrity
+from perspectrum.encoders import traced
+from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel, TrainParams
+from perspectrum.encoders.bi_encoder import default_encoder_path, transformers_classes
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = [("Animals should have legal rights", "Animals feel pain and deserve protection."),
@@ -92,7 +93,7 @@ def test_copy_is_made_once_and_scores_like_the_model(model_dir, empty_cache) -> 
 
 def test_a_process_with_a_copy_never_imports_transformers(model_dir, empty_cache) -> None:
     expected = CrossEncoderModel.load(model_dir).score(PAIRS)
-    code = ("import json, sys; from perspectrum.crossencoder import CrossEncoderModel; "
+    code = ("import json, sys; from perspectrum.encoders.cross_encoder import CrossEncoderModel; "
             f"scores = CrossEncoderModel.load({str(model_dir)!r}).score({PAIRS!r}); "
             "print(json.dumps(['transformers' in sys.modules, scores.tolist()]))")
     env = {**os.environ, "PERSPECTRUM_CACHE": str(empty_cache.parent), "HF_HUB_OFFLINE": "1"}

@@ -15,16 +15,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from perspectrum.cli import app
-from perspectrum.crossencoder import META_FILE, CrossEncoderModel, TrainParams, fine_tune
+from perspectrum.cli.app import app
+from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel, TrainParams, fine_tune
 from perspectrum.data import CLAIMS_FILE, data_checksum, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval import trained
-from perspectrum.index import IndexStore
-from perspectrum.models import TASKS, load_task, read_meta
-from perspectrum.ranker import RANKER_FILE, Debate, EvidenceRanker, Featurizer
-from perspectrum.scorers import CROSS_ENCODED
-from perspectrum.training import _tune_on_dev, train_task
+from perspectrum.index.store import IndexStore
+from perspectrum.models.store import TASKS, load_task, read_meta
+from perspectrum.models.evidence_ranker import RANKER_FILE, Debate, EvidenceRanker, Featurizer
+from perspectrum.models.scorers import CROSS_ENCODED
+from perspectrum.train.tasks import _tune_on_dev, train_task
 from tests.conftest import CLAIMS, EVIDENCE, PERSPECTIVES, write_dataset
 
 PAIRS = [("Zoos should be banned", "Cages are cruel"), ("Zoos should be banned", "Zoos save species"),
@@ -48,8 +48,8 @@ def test_fine_tune_is_deterministic_for_a_seed():
 
 
 def test_frozen_layers_keep_their_weights_and_length_batches_cover_every_pair():
-    from perspectrum.crossencoder import _batches
-    from perspectrum.encoder import default_encoder_path, transformers_classes
+    from perspectrum.encoders.cross_encoder import _batches
+    from perspectrum.encoders.bi_encoder import default_encoder_path, transformers_classes
 
     (auto,) = transformers_classes("AutoModelForSequenceClassification")
     pretrained = _weights(auto.from_pretrained(str(default_encoder_path()), num_labels=1))

@@ -12,7 +12,7 @@ import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from perspectrum.errors import PerspectrumError
-from perspectrum.trees import Forest
+from perspectrum.models.trees import Forest
 
 
 @pytest.fixture(scope="module")

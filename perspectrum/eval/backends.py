@@ -22,8 +22,9 @@ import numpy as np
 from perspectrum.data import Dataset, Pool
 from perspectrum.eval.ir import Cutoff, t4_queries
 from perspectrum.eval.metrics import overlap_at_k, t1_relevance, t4_evidence
-from perspectrum.index import DenseIndex, IndexStore
-from perspectrum.search import Hit
+from perspectrum.index.dense import DenseIndex
+from perspectrum.index.store import IndexStore
+from perspectrum.index.search import Hit
 
 #: The cut-offs at which T1 and T4 F1 are compared (dev).
 T1_KS = (5, 10, 20)
@@ -108,7 +109,7 @@ def milvus_fulltext_overlap(dataset: Dataset, uri: str, queries: int = 300) -> d
     """
     from pymilvus import DataType, Function, FunctionType
 
-    from perspectrum.milvus import client
+    from perspectrum.index.milvus import client
 
     perspectives = Pool.from_dataset(dataset, "perspectives")
     bm25 = IndexStore(Path(uri).parent / "bm25s").build(perspectives, "bm25")[0]

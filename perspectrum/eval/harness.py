@@ -78,7 +78,7 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.eval.ir import percent
 from perspectrum.eval.metrics import t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
 from perspectrum.eval.pipeline import _found_claims, match
-from perspectrum.search import DocId
+from perspectrum.index.search import DocId
 
 #: Every task a system may declare.
 TASKS = ("retrieve", "relevance", "stance", "equivalence", "evidence", "mine", "match")

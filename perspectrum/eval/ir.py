@@ -25,8 +25,8 @@ import numpy as np
 from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset, Pool
 from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
-from perspectrum.index import BACKENDS, IndexStore
-from perspectrum.search import Hit, HybridSearcher, Searcher
+from perspectrum.index.store import BACKENDS, IndexStore
+from perspectrum.index.search import Hit, HybridSearcher, Searcher
 
 #: Table 3 of the paper, IR row (test split, percent).
 PAPER_IR = {

@@ -30,8 +30,8 @@ from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.ir import best_of
 from perspectrum.eval.metrics import _prf
-from perspectrum.matching import MatchSettings, margins, read_text
-from perspectrum.rules import blend
+from perspectrum.text.matching import MatchSettings, margins, read_text
+from perspectrum.models.rules import blend
 
 #: Retrieved perspectives outside the claim's gold clusters, per document: with ~5 gold
 #: clusters a claim, ~14 candidates of which ~35 % are made (Mirkin et al.: ~16, 39.8 %).
@@ -110,7 +110,7 @@ class CrossSettings:
 @dataclass
 class Scored:
     """One document read once: per argument, its best sentence cosine and the margins of
-    :func:`perspectrum.matching.argument_scores`, and the cross-encoder's scores of its
+    :func:`perspectrum.text.matching.argument_scores`, and the cross-encoder's scores of its
     :data:`MAX_DEPTH` nearest sentences (with their cosines) for :class:`CrossSettings`."""
 
     top: np.ndarray
@@ -123,7 +123,7 @@ class Scored:
 def score_documents(docs: Sequence[MatchDocument], scorers: Any, encoder: Any, show_progress: bool = False,
                     max_depth: int = MAX_DEPTH) -> list[Scored]:
     """Every document's :class:`Scored`, the cross-encoder read at ``max_depth`` (0: the
-    cosine and the margins alone, for :class:`perspectrum.matching.MatchSettings`)."""
+    cosine and the margins alone, for :class:`perspectrum.text.matching.MatchSettings`)."""
     out = []
     with progress("match documents", len(docs), enabled=show_progress) as advance:
         for doc in docs:
@@ -143,7 +143,7 @@ def score_documents(docs: Sequence[MatchDocument], scorers: Any, encoder: Any, s
 
 
 def decide(scored: Sequence[Scored], settings: MatchSettings | CrossSettings) -> list[list[bool]]:
-    """What each setting answers, from stored scores: :func:`perspectrum.matching.match`'s
+    """What each setting answers, from stored scores: :func:`perspectrum.text.matching.match`'s
     rule for :class:`MatchSettings`, the cross-encoder sentence-max for :class:`CrossSettings`."""
     out = []
     for doc in scored:
@@ -181,7 +181,7 @@ def _percent(metrics: Mapping[str, float]) -> dict[str, float]:
 
 def _searcher(pipe: Any) -> Any:
     """Hybrid search over the pipeline's perspective pool (where wrong candidates come from)."""
-    from perspectrum.search import HybridSearcher
+    from perspectrum.index.search import HybridSearcher
 
     return HybridSearcher(pipe.store.open(pipe.perspectives, "bm25"), pipe.store.open(pipe.perspectives, "dense"))
 
@@ -199,8 +199,8 @@ def _counts(docs: Sequence[MatchDocument]) -> dict[str, int]:
 def tune_match(dataset: Dataset, pipe: Any, tune_split: str = "dev", show_progress: bool = False) -> dict[str, Any]:
     """Choose every system's setting (:data:`GRIDS`) on ``tune_split`` and report its
     figures there, beside answering "yes" always. ``pipe`` is a
-    :class:`perspectrum.pipeline.Pipeline`; the settings chosen for
-    ``competitive_sentence_max`` are :class:`perspectrum.matching.MatchSettings`'s defaults."""
+    :class:`perspectrum.pipeline.pipeline.Pipeline`; the settings chosen for
+    ``competitive_sentence_max`` are :class:`perspectrum.text.matching.MatchSettings`'s defaults."""
     started = time.perf_counter()
     docs, scored = _read(dataset, tune_split, pipe, show_progress)
     systems: dict[str, dict[str, Any]] = {}

@@ -15,7 +15,7 @@ judge is ours whatever system mined the units):
   of a cluster citing their paragraph (mining every sentence would buy hits with it);
 - units per document, and per 100 words.
 
-:func:`tune_mine` chooses :class:`perspectrum.mining.MineSettings` on dev by the F2 of
+:func:`tune_mine` chooses :class:`perspectrum.text.mining.MineSettings` on dev by the F2 of
 hit share and unit precision (see :data:`OBJECTIVE`), from every candidate's scores
 computed once.
 """
@@ -33,8 +33,8 @@ from perspectrum._progress import progress
 from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.metrics import f1
-from perspectrum.mining import Candidates, MinedUnit, MineSettings, non_overlapping, read_candidates
-from perspectrum.rules import blend
+from perspectrum.text.mining import Candidates, MinedUnit, MineSettings, non_overlapping, read_candidates
+from perspectrum.models.rules import blend
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ class Scored:
 
 def score_candidates(dataset: Dataset, docs: Sequence[MineDocument], pipe: Any, judge: Judge,
                      show_progress: bool = False) -> Scored:
-    """Features (:func:`perspectrum.mining.read_candidates`) and the judge's verdicts for
+    """Features (:func:`perspectrum.text.mining.read_candidates`) and the judge's verdicts for
     every candidate of every document."""
     found = []
     with progress("mine candidates", len(docs), enabled=show_progress) as advance:
@@ -222,7 +222,7 @@ def _percent(figures: Mapping[str, float]) -> dict[str, float]:
 
 def tune_mine(dataset: Dataset, pipe: Any, tune_split: str = "dev", show_progress: bool = False) -> dict[str, Any]:
     """Choose :class:`MineSettings` on ``tune_split`` (:func:`choose`); its figures there
-    beside the relevance model alone. ``pipe`` is a :class:`perspectrum.pipeline.Pipeline`.
+    beside the relevance model alone. ``pipe`` is a :class:`perspectrum.pipeline.pipeline.Pipeline`.
 
     Returns:
         A JSON-ready dict: the chosen setting (``MineSettings``' defaults are set to it),
@@ -248,7 +248,7 @@ def tune_mine(dataset: Dataset, pipe: Any, tune_split: str = "dev", show_progres
 
 def evaluate_mine(dataset: Dataset, pipe: Any, split: str = "test", settings: MineSettings = MineSettings(),
                   show_progress: bool = False) -> dict[str, Any]:
-    """Run :meth:`perspectrum.pipeline.Pipeline.mine` with ``settings`` (the dev-chosen
+    """Run :meth:`perspectrum.pipeline.pipeline.Pipeline.mine` with ``settings`` (the dev-chosen
     defaults) on every ``split`` document and judge what it returns; ``split`` labels are
     read only here, to score.
 

@@ -38,10 +38,10 @@ from perspectrum.eval.ir import percent
 from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.trained import PAPER_BERT, PAPER_HUMAN, T_OF
-from perspectrum.pipeline import Discovery, Pipeline
-from perspectrum.ranker import Debate
-from perspectrum.rules import keep, ranked
-from perspectrum.stages import Evidence, configure
+from perspectrum.pipeline.pipeline import Discovery, Pipeline
+from perspectrum.models.evidence_ranker import Debate
+from perspectrum.models.rules import keep, ranked
+from perspectrum.pipeline.stages import Evidence, configure
 
 
 def _found_claims(claims: Sequence[Claim], found: dict[int, set[int]]) -> list[Claim]:
@@ -164,7 +164,7 @@ def gold_input_evidence(dataset: Dataset, claims: Sequence[Claim], results: Sequ
 
 def _oracle(models_dir: Path, split: str) -> dict[str, Any]:
     """The per-task scores on gold inputs recorded in each model's card (``evaluate --system trained``)."""
-    from perspectrum.models import TASKS, read_meta
+    from perspectrum.models.store import TASKS, read_meta
 
     out = {}
     for task in TASKS:

@@ -3,8 +3,8 @@
 - :class:`IRSystem`: the paper's IR row (Section 6.1) on one retriever, hybrid BM25 +
   dense by default. Its cut-offs are chosen in ``prepare`` on dev with the helpers of
   :mod:`perspectrum.eval.ir`, by running its own answers on dev and scoring them.
-- :class:`PipelineSystem`: a :class:`~perspectrum.pipeline.Pipeline` answering each task
-  with its own stage(s), run on a :class:`~perspectrum.stages.ClaimState` built from the
+- :class:`PipelineSystem`: a :class:`~perspectrum.pipeline.pipeline.Pipeline` answering each task
+  with its own stage(s), run on a :class:`~perspectrum.pipeline.stages.ClaimState` built from the
   input the harness gives. Whether fine-tuned models or light heads answer is the models
   folder's business (``Pipeline.system``), so the built-in ``trained``, ``light`` and
   ``pipeline`` systems are all this class (:func:`builtin_system`).
@@ -29,11 +29,11 @@ from perspectrum.eval.harness import CHAIN
 from perspectrum.eval.ir import (DEPTH, METHODS, RELATIVE_CAPS, RELATIVE_RATIOS, T4_CUTOFFS, T4_QUERIES, Cutoff,
                                  Retrieval, best_of, t3_pairs, t4_queries)
 from perspectrum.eval.metrics import t1_relevance, t3_equivalence, t4_evidence
-from perspectrum.index import IndexStore
-from perspectrum.pipeline import Pipeline
-from perspectrum.rules import ranked
-from perspectrum.search import DocId
-from perspectrum.stages import Candidate, ClaimState, Group, Member
+from perspectrum.index.store import IndexStore
+from perspectrum.pipeline.pipeline import Pipeline
+from perspectrum.models.rules import ranked
+from perspectrum.index.search import DocId
+from perspectrum.pipeline.stages import Candidate, ClaimState, Group, Member
 
 #: The T4 cut-offs dev chooses among, per kind (the grids of ``evaluate --system ir``).
 T4_GRIDS: dict[str, list[Cutoff]] = {"top_k": [Cutoff(k) for k in range(1, 31)],
@@ -178,9 +178,9 @@ def centred(support: float, threshold: float) -> float:
 
 
 class PipelineSystem:
-    """A :class:`~perspectrum.pipeline.Pipeline`, task by task, through its own stages.
+    """A :class:`~perspectrum.pipeline.pipeline.Pipeline`, task by task, through its own stages.
 
-    Each task builds a :class:`~perspectrum.stages.ClaimState` from its input and runs the
+    Each task builds a :class:`~perspectrum.pipeline.stages.ClaimState` from its input and runs the
     stage(s) that produce the answer, with the pipeline's dev-tuned settings:
 
     - retrieve: the retrieve stage;
@@ -191,8 +191,8 @@ class PipelineSystem:
       clusters (so a cluster may hold a pool paraphrase that was not given);
     - evidence: the evidence stage on the given clusters (verify only picks the window
       shown, never which paragraphs, so it is not run);
-    - mine, match: :meth:`~perspectrum.pipeline.Pipeline.mine` and
-      :meth:`~perspectrum.pipeline.Pipeline.match` on each text, when ``tasks`` names them
+    - mine, match: :meth:`~perspectrum.pipeline.pipeline.Pipeline.mine` and
+      :meth:`~perspectrum.pipeline.pipeline.Pipeline.match` on each text, when ``tasks`` names them
       (``evaluate --system trained`` scores the chain; `eval/text_tasks.py` scores these
       two beside their baselines, with the same scorers).
 
@@ -224,7 +224,7 @@ class PipelineSystem:
         return states
 
     def _states(self, claims: list[str]) -> tuple[list[ClaimState], Any]:
-        from perspectrum.pipeline import check_claim
+        from perspectrum.pipeline.pipeline import check_claim
 
         context = self.pipe._get().context
         texts = [check_claim(c) for c in claims]
@@ -300,7 +300,7 @@ def builtin_system(name: str, data_dir: str | Path | None, index_dir: str | Path
                    models_dir: str | Path | None, verify: bool) -> IRSystem | PipelineSystem:
     """The system ``evaluate --system NAME`` scores through the harness: ``ir``, or the
     pipeline (``trained``, ``light``: which models the folder holds must be the one named)."""
-    from perspectrum.scorers import models_present
+    from perspectrum.models.scorers import models_present
 
     if name == "ir":
         return IRSystem(IndexStore(folders.index_dir(index_dir)), show_progress=True)

@@ -9,7 +9,7 @@
   blended with the pair's dense cosine; pairs ≥ threshold are equivalent, either
   directly or after average-linkage clustering.
 - T4: each gold cluster's candidates and P(evidence) from the evidence ranker
-  (:mod:`perspectrum.ranker`, which compares a paragraph with every cluster of the
+  (:mod:`perspectrum.models.evidence_ranker`, which compares a paragraph with every cluster of the
   claim); every 3-sentence window is scored by the ranker's window verifier, a
   paragraph's window score is its best (or mean) window, blended with the ranker's
   probability, then cut as in T1.
@@ -28,17 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from perspectrum.crossencoder import CrossEncoderModel, Pair
+from perspectrum.encoders.cross_encoder import CrossEncoderModel, Pair
 from perspectrum.data import Claim, Dataset, Pool
 from perspectrum.eval.ir import best_of, percent
 from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
-from perspectrum.examples import claim_perspective_input, equivalence_input
-from perspectrum.index import IndexStore
-from perspectrum.models import TASKS, load_task, read_meta, update_meta
-from perspectrum.ranker import Debate, EvidenceRanker, Featurizer
-from perspectrum.rules import average_linkage, blend, keep, ranked
-from perspectrum.scorers import CROSS_ENCODED
-from perspectrum.search import Hit
+from perspectrum.models.inputs import claim_perspective_input, equivalence_input
+from perspectrum.index.store import IndexStore
+from perspectrum.models.store import TASKS, load_task, read_meta, update_meta
+from perspectrum.models.evidence_ranker import Debate, EvidenceRanker, Featurizer
+from perspectrum.models.rules import average_linkage, blend, keep, ranked
+from perspectrum.models.scorers import CROSS_ENCODED
+from perspectrum.index.search import Hit
 
 #: Dense candidates per claim for T1 (they cover 77.9 % of dev gold clusters; `evaluate --system ir` curves).
 RELEVANCE_DEPTH = 50

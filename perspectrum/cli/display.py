@@ -1,0 +1,150 @@
+"""How `perspectrum discover` shows a :class:`~perspectrum.pipeline.pipeline.Discovery` to a person.
+
+Supporting and undermining perspectives stand side by side, as a debate is read; each
+shows its representative, its other phrasings, how sure the models are, and its best
+evidence window highlighted inside the paragraph (trimmed around the window, so a long
+paragraph does not drown the page; the rest is in ``--json``).
+
+Everything shown here comes from outside: the claim, the pools' texts and ids, model
+cards. It is shown literally: as :class:`~rich.text.Text`, never parsed as rich markup
+(a claim holding ``[/]`` would raise, one holding ``[link=…]`` would turn into a
+link), and through :func:`printable`, so no escape sequence in a pool reaches the
+terminal raw.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from itertools import zip_longest
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from perspectrum._progress import literal, printable
+from perspectrum.text.document import paragraphs
+from perspectrum.text.matching import ArgumentMatch
+from perspectrum.text.mining import MinedUnit
+from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit
+
+#: Characters of paragraph shown on either side of the highlighted window.
+CONTEXT = 100
+#: Evidence paragraphs shown per perspective (JSON output has them all).
+SHOWN_EVIDENCE = 1
+#: Candidates listed by --explain.
+EXPLAINED = 25
+
+
+def _evidence(hit: EvidenceHit) -> Text:
+    """The paragraph with its best window highlighted, trimmed to the window's context."""
+    text = hit.text
+    start, end = (hit.window_start, hit.window_end) if hit.window_start is not None else (0, min(len(text), 2 * CONTEXT))
+    left, right = max(0, start - CONTEXT), min(len(text), end + CONTEXT)
+    out = literal(f"[{hit.id}] ", style="dim")
+    out.append(f"p={hit.probability:.2f} " + (f"window={hit.window_score:.2f} " if hit.window_score is not None else ""),
+               style="dim")
+    out.append(("…" if left else "") + printable(text[left:start]), style="")
+    if hit.window_start is not None:  # «» keep the highlight visible where colour is not (logs, pipes)
+        out.append("«" + printable(text[start:end]) + "»", style="bold yellow")
+    else:
+        out.append(printable(text[start:end]))
+    out.append(printable(text[end:right]) + ("…" if right < len(text) else ""))
+    return out
+
+
+def _perspective(found: DiscoveredPerspective) -> RenderableType:
+    colour = "green" if found.stance == "support" else "red"
+    parts: list[RenderableType] = [literal(found.text, style="bold"),
+                                   literal(f"relevance {found.relevance:.2f} · {found.stance} "
+                                           f"confidence {found.stance_confidence:.0%} · id {found.id}", style="dim")]
+    others = found.phrasings[1:]
+    if others:
+        parts.append(literal("also: " + " | ".join(p.text for p in others), style="italic"))
+    parts += [_evidence(hit) for hit in found.evidence[:SHOWN_EVIDENCE]]
+    if len(found.evidence) > SHOWN_EVIDENCE:
+        parts.append(Text(f"+{len(found.evidence) - SHOWN_EVIDENCE} more paragraphs (see --json)", style="dim"))
+    return Panel(Group(*parts), border_style=colour)
+
+
+def debate(result: Discovery) -> Table:
+    """The two sides of the claim as one table: supporting left, undermining right."""
+    title = f"“{result.claim}” · {len(result.perspectives)} perspectives · {result.system} models"
+    table = Table(title=literal(title, style="table.title"), expand=True, show_lines=False, box=None, padding=(0, 1))
+    table.add_column(f"supporting ({len(result.supporting)})", style="green", ratio=1)
+    table.add_column(f"undermining ({len(result.undermining)})", style="red", ratio=1)
+    for left, right in zip_longest(result.supporting, result.undermining):
+        table.add_row(_perspective(left) if left else "", _perspective(right) if right else "")
+    return table
+
+
+def explain(result: Discovery) -> Iterable[RenderableType]:
+    """Per-stage timings, the settings used, and every retrieved candidate's scores."""
+    timings = Table(title="stage timings")
+    timings.add_column("stage")
+    timings.add_column("ms", justify="right")
+    for stage, seconds in result.timings.items():
+        timings.add_row(stage, f"{seconds * 1000:.0f}")
+    yield timings
+    trace = result.trace or {}
+    yield Text("settings (tuned on dev): " + json.dumps(trace.get("settings", {})), style="dim")
+    rows = sorted(trace.get("candidates", []), key=lambda r: -r["score"])
+    candidates = Table(title=f"relevance of the best {min(EXPLAINED, len(rows))} of {len(rows)} retrieved "
+                             "candidates (model blended with cosine; all are in --json)")
+    for column in ("id", "model", "cosine", "score", "kept"):
+        candidates.add_column(column, justify="right")
+    for row in rows[:EXPLAINED]:
+        candidates.add_row(literal(row["id"]), f"{row['model']:.3f}", f"{row['cosine']:.3f}", f"{row['score']:.3f}",
+                           "✓" if row["kept"] else "")
+    yield candidates
+
+
+#: Styles of a mined unit by stance, in the highlighted text and the table.
+STANCE_STYLE = {"support": "bold green", "undermine": "bold red"}
+
+
+def mined(text: str, units: Iterable[MinedUnit]) -> RenderableType:
+    """The paragraphs of ``text`` that hold units, each unit highlighted by its stance and
+    numbered as in the table below them; paragraphs without units are left out ("…").
+    Offsets index the original text, so it is cut at them before any character is made
+    printable (an escape is longer than the character it stands for)."""
+    units = list(units)
+    if not units:
+        return Text("no argument units found for the claim", style="dim")
+    shown = Text()
+    for para in paragraphs(text):
+        inside = [(n, u) for n, u in enumerate(units, 1) if para.start <= u.start < para.end]
+        if not inside:
+            continue
+        if shown:
+            shown.append("\n…\n")
+        cursor = para.start
+        for n, unit in inside:
+            shown.append(printable(text[cursor:unit.start]))
+            shown.append(f"[{n}]", style="dim")
+            shown.append(printable(text[unit.start:unit.end]), style=STANCE_STYLE[unit.stance])
+            cursor = unit.end
+        shown.append(printable(text[cursor:para.end]))
+    table = Table(title="argument units (start–end are character offsets)")
+    for column, justify in (("#", "right"), ("stance", "left"), ("score", "right"), ("start–end", "right"),
+                            ("unit", "left")):
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for n, unit in enumerate(units, 1):
+        table.add_row(str(n), Text(unit.stance, style=STANCE_STYLE[unit.stance]), f"{unit.score:.2f}",
+                      f"{unit.start}–{unit.end}", literal(unit.text))
+    return Group(Panel(shown, title="units in the text", title_align="left"), table)
+
+
+def matched(results: Iterable[ArgumentMatch]) -> Table:
+    """One row per argument: made or not, its score, and the sentence that makes it best."""
+    table = Table(title="arguments the text makes")
+    for column, justify in (("made", "left"), ("score", "right"), ("argument", "left"),
+                            ("best sentence (offsets)", "left")):
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for found in results:
+        where = Text() if found.sentence is None else literal(
+            f"{found.sentence.text} ({found.sentence.start}–{found.sentence.end})", "dim" if not found.made else "")
+        table.add_row(Text("yes", style="bold green") if found.made else Text("no", style="dim"),
+                      f"{found.score:.2f}", literal(found.argument), where)
+    return table

@@ -1,0 +1,318 @@
+"""Models a team trains once and shares: list, export and install the contents of ``models/``.
+
+``perspectrum train all`` takes over an hour on a laptop; a bundle lets one machine train and
+every other one install. A bundle is a gzipped tar of the model folders (the four fine-tuned
+tasks with the evidence ranker, the light heads) and ``pipeline.json``, plus a
+``manifest.json`` at its top with the SHA-256 of every file, the package version that wrote
+it and the checksum of the data the models were trained on.
+
+Installing trusts nothing it was given: the source (a path, ``file://`` or ``http(s)://``) is
+copied to a temporary file first, every member name is checked before anything is written,
+every file's sum is checked against the manifest, and files the manifest does not name are
+refused. Only then is the new ``models/`` swapped in whole (:func:`perspectrum._io.atomic_folder`),
+so a refused, failed or interrupted install leaves the old models working. What ``models/``
+holds besides the bundle (the unpacked MPNet base) is carried over by hard links.
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from perspectrum._version import __version__
+from perspectrum._io import atomic_folder, atomic_write
+from perspectrum._progress import progress
+from perspectrum.config import LIGHT_FOLDER
+from perspectrum.encoders.cross_encoder import META_FILE
+from perspectrum.errors import PerspectrumError
+from perspectrum.integrity import sha256_file
+from perspectrum.models.light_heads import light_kind, replacing
+from perspectrum.models.store import TASKS
+from perspectrum.models.scorers import PIPELINE_FILE, models_present
+
+MANIFEST = "manifest.json"
+#: Bumped when a bundle's layout changes; an installer refuses formats it does not know.
+FORMAT = 1
+#: The light heads' folder inside ``models/`` (as :mod:`perspectrum.pipeline.pipeline` names it).
+#: What a bundle carries, in the order listed: everything else in ``models/`` stays local.
+ENTRIES = (*TASKS, LIGHT_FOLDER, PIPELINE_FILE)
+_BLOCK = 1 << 20
+
+
+def _files(root: Path, entry: str) -> Iterator[Path]:
+    """The regular files of one bundle entry, in a stable order (temporary files left out)."""
+    path = root / entry
+    if path.is_file():
+        yield path
+    elif path.is_dir():
+        yield from sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def _size(root: Path, entry: str) -> int:
+    return sum(p.stat().st_size for p in _files(root, entry))
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing ``models/`` holds, as ``perspectrum models list`` shows it."""
+
+    name: str
+    kind: str
+    size_bytes: int
+    base_model: str | None = None
+    data_checksum: str | None = None
+    dev: dict[str, Any] | None = None
+    test: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def inventory(models_dir: str | Path) -> dict[str, Any]:
+    """What ``models_dir`` holds and which system ``discover`` will answer with.
+
+    Returns:
+        ``{"models_dir", "system", "entries": [Entry.to_dict(), ...]}``; ``system`` is
+        ``trained`` (all four tasks present), ``light`` (light heads present; ``light +
+        trained stance`` where a fine-tuned stance model answers in place of its head, and so
+        on), with `` (trained on first use)`` while the light heads are still to be fitted.
+    """
+    root = Path(models_dir)
+    entries = []
+    for task in TASKS:
+        meta = _read_json(root / task / META_FILE)
+        if meta is not None:
+            kind = "ranker + window verifier" if meta.get("kind") == "ranker" else "cross-encoder"
+            entries.append(Entry(task, kind, _size(root, task), meta.get("base_model") or meta.get("encoder"),
+                                 meta.get("data_checksum"),
+                                 meta.get("dev"), meta.get("test")))
+    light = _read_json(root / LIGHT_FOLDER / "light.json")
+    if light is not None:
+        entries.append(Entry(LIGHT_FOLDER, "light heads", _size(root, LIGHT_FOLDER), light.get("encoder"),
+                             dev=light.get("dev")))
+    if (root / PIPELINE_FILE).is_file():
+        entries.append(Entry(PIPELINE_FILE, "pipeline settings", _size(root, PIPELINE_FILE)))
+    if models_present(root):
+        system = "trained"
+    else:
+        system = light_kind(replacing(root)) + ("" if light is not None else " (trained on first use)")
+    return {"models_dir": str(root), "system": system, "entries": [e.to_dict() for e in entries]}
+
+
+def _model_checksums(root: Path) -> dict[str, str]:
+    """Each fine-tuned model's recorded data checksum."""
+    found = {}
+    for task in TASKS:
+        meta = _read_json(root / task / META_FILE)
+        if meta is not None:
+            found[task] = str(meta.get("data_checksum"))
+    return found
+
+
+def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
+                  show_progress: bool = False) -> dict[str, Any]:
+    """Write every bundle entry of ``models_dir`` and a manifest into the tar.gz ``out``.
+
+    Args:
+        models_dir: the folder ``perspectrum train`` (and the light heads) wrote.
+        out: the archive to write (written aside, then renamed into place).
+        data_checksum: the checksum of the data here; every model must have been trained on it.
+
+    Returns:
+        The manifest written.
+    """
+    root = Path(models_dir)
+    present = [entry for entry in ENTRIES if (root / entry).exists()]
+    if not any(entry in present for entry in (*TASKS, LIGHT_FOLDER)):
+        raise PerspectrumError(f"nothing to export: {root} holds no trained models or light heads")
+    for task, checksum in _model_checksums(root).items():
+        if checksum != data_checksum:
+            raise PerspectrumError(f"{root / task} was trained on other data (checksum {checksum[:12]}…) than "
+                                   f"the data here ({data_checksum[:12]}…): retrain it or point at its data")
+    files = [path for entry in present for path in _files(root, entry)]
+    with progress("checksums", len(files), enabled=show_progress) as advance:
+        sums = {}
+        for path in files:
+            sums[path.relative_to(root).as_posix()] = sha256_file(path)
+            advance(1)
+    manifest = {"format": FORMAT, "perspectrum_version": __version__, "data_checksum": data_checksum,
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "system": inventory(root)["system"], "entries": present, "files": sums}
+    body = (json.dumps(manifest, indent=2) + "\n").encode()
+
+    def write(tmp: Path) -> None:
+        with tarfile.open(tmp, "w:gz") as archive:
+            info = tarfile.TarInfo(MANIFEST)
+            info.size = len(body)
+            info.mtime = int(datetime.now(timezone.utc).timestamp())
+            archive.addfile(info, io.BytesIO(body))
+            with progress("packing", len(files), enabled=show_progress) as advance:
+                for path in files:
+                    archive.add(path, arcname=path.relative_to(root).as_posix(), recursive=False)
+                    advance(1)
+
+    atomic_write(out, write)
+    return manifest
+
+
+def fetch(source: str, into: Path, show_progress: bool = False) -> Path:
+    """Copy ``source`` (a path, ``file://`` or ``http(s)://`` URL) to a file in ``into``.
+
+    A download that ends before its announced length is an error, not a short file.
+    """
+    target = into / "bundle.tar.gz"
+    if "://" not in source:
+        path = Path(source).expanduser()
+        if not path.is_file():
+            raise PerspectrumError(f"no bundle at {path}")
+        shutil.copyfile(path, target)
+        return target
+    scheme = source.split("://", 1)[0].lower()
+    if scheme not in ("http", "https", "file"):
+        raise PerspectrumError(f"cannot install from {scheme}:// (give a path, file://, http:// or https://)")
+    try:
+        with urllib.request.urlopen(source, timeout=60) as response, target.open("wb") as out:
+            expected = response.headers.get("Content-Length")
+            total = int(expected) if expected and expected.isdigit() else 0
+            written = 0
+            with progress("downloading", total or 1, enabled=show_progress and total > 0) as advance:
+                for block in iter(lambda: response.read(_BLOCK), b""):
+                    out.write(block)
+                    written += len(block)
+                    advance(len(block))
+    except http.client.HTTPException as exc:  # IncompleteRead and kin: the connection broke off
+        raise PerspectrumError(f"download of {source} broke off ({type(exc).__name__})") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise PerspectrumError(f"cannot download {source}: {reason}".splitlines()[0]) from None
+    if total and written != total:
+        raise PerspectrumError(f"download of {source} is truncated: {written:,} of {total:,} bytes")
+    return target
+
+
+def _compatible(version: str) -> bool:
+    """Same major and minor version: 0.x releases may change what a model folder holds."""
+    return version.split(".")[:2] == __version__.split(".")[:2]
+
+
+def _safe_name(name: str) -> PurePosixPath:
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] not in (*ENTRIES, MANIFEST):
+        raise PerspectrumError(f"the bundle holds a file outside the models' folders: {name!r}")
+    return path
+
+
+def _unpack(archive_path: Path, into: Path, data_checksum: str) -> dict[str, Any]:
+    """Extract a bundle into ``into``, checking names and the manifest first, then every file's sum."""
+    try:
+        with tarfile.open(archive_path, "r:gz") as archive:
+            members = archive.getmembers()
+            names = {}
+            for member in members:
+                if member.isdir():
+                    _safe_name(member.name)
+                    continue
+                if not member.isfile():
+                    raise PerspectrumError(f"the bundle holds a link or device, not a file: {member.name!r}")
+                names[_safe_name(member.name).as_posix()] = member
+            if MANIFEST not in names:
+                raise PerspectrumError(f"the bundle has no {MANIFEST}: not a perspectrum models bundle")
+            manifest = json.loads(archive.extractfile(names.pop(MANIFEST)).read())  # type: ignore[union-attr]
+            _check_manifest(manifest, set(names), data_checksum)
+            for name, member in names.items():
+                target = into.joinpath(*PurePosixPath(name).parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with archive.extractfile(member) as source, target.open("wb") as out:  # type: ignore[union-attr]
+                    shutil.copyfileobj(source, out, _BLOCK)
+                if sha256_file(target) != manifest["files"][name]:
+                    raise PerspectrumError(f"{name} in the bundle does not match its SHA-256 in the manifest")
+    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+        raise PerspectrumError(f"the bundle is damaged or truncated ({type(exc).__name__}: {exc})"
+                               .splitlines()[0]) from None
+    return manifest
+
+
+def _check_manifest(manifest: Any, names: set[str], data_checksum: str) -> None:
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        raise PerspectrumError(f"the bundle's {MANIFEST} is malformed")
+    if manifest.get("format") != FORMAT:
+        raise PerspectrumError(f"the bundle's format {manifest.get('format')!r} is not {FORMAT}: "
+                               "install a perspectrum that reads it")
+    version = str(manifest.get("perspectrum_version", "?"))
+    if not _compatible(version):
+        raise PerspectrumError(f"the bundle was made by perspectrum {version}, which this perspectrum "
+                               f"({__version__}) cannot use: export it again with this version")
+    if manifest.get("data_checksum") != data_checksum:
+        raise PerspectrumError(f"the bundle's models were trained on other data (checksum "
+                               f"{str(manifest.get('data_checksum'))[:12]}…) than the data here ({data_checksum[:12]}…)")
+    listed = set(manifest["files"])
+    if names - listed:
+        raise PerspectrumError(f"the bundle holds files its manifest does not list: {sorted(names - listed)[0]}")
+    if listed - names:
+        raise PerspectrumError(f"the bundle lacks files its manifest lists: {sorted(listed - names)[0]}")
+
+
+def _carry_over(old: Path, new: Path) -> None:
+    """Hard-link (or copy) what ``old`` holds outside the bundle's entries into ``new``."""
+    if not old.is_dir():
+        return
+    for item in old.iterdir():
+        if item.name in ENTRIES or item.name.startswith("."):
+            continue
+        if item.is_dir():
+            shutil.copytree(item, new / item.name, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(str(item), str(new / item.name))
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def install_models(source: str, models_dir: str | Path, data_checksum: str,
+                   show_progress: bool = False) -> dict[str, Any]:
+    """Install the bundle at ``source`` as ``models_dir``, all or nothing.
+
+    Args:
+        source: a path, or a ``file://``, ``http://`` or ``https://`` URL.
+        models_dir: the folder to replace (created if missing).
+        data_checksum: the checksum of the data here; a bundle trained on other data is refused.
+
+    Returns:
+        The bundle's manifest.
+    """
+    root = Path(models_dir)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".bundle-", dir=root.parent) as scratch:
+        archive = fetch(source, Path(scratch), show_progress)
+        manifest: dict[str, Any] = {}
+
+        def write(tmp: Path) -> None:
+            manifest.update(_unpack(archive, tmp, data_checksum))
+            _carry_over(root, tmp)
+
+        atomic_folder(root, write)
+    return manifest

@@ -1,0 +1,452 @@
+"""Claim in, substantiated perspectives out: the discovery pipeline.
+
+:class:`Pipeline` composes the stages of :mod:`perspectrum.pipeline.stages`, each batched over
+every claim of a call (so :meth:`Pipeline.discover_many` makes one model call per stage
+for a whole batch):
+
+1. **retrieve** — hybrid (BM25 + dense, RRF) top-``candidates`` of the perspective pool.
+2. **relevance** — the relevance model blended with the dense cosine, cut as tuned on
+   dev, at most ``max_perspectives``; nothing under an absolute floor (an off-topic
+   claim gets an empty answer and a notice).
+3. **stance** — P(support) of every kept perspective.
+4. **cluster** — equivalence model blended with cosine, average linkage, never joining
+   perspectives of confidently opposite stance.
+5. **expand** — each cluster's paraphrases from the pool (when tuned on).
+6. **evidence** — the evidence ranker (or light head) per cluster, against its siblings.
+7. **verify** — the best 3-sentence window of each cluster's top paragraph.
+
+Which models answer is decided once, lazily: a :class:`~perspectrum.models.scorers.Scorers`
+handed in, else the fine-tuned ones in ``models/`` when all four are there, else light
+heads on frozen MiniLM embeddings (trained on the first run), with any fine-tuned
+relevance, stance or equivalence model answering in place of its head.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from numbers import Integral
+from pathlib import Path
+from typing import Any
+
+from perspectrum import config as folders
+from perspectrum._progress import say
+from perspectrum.data import Pool
+from perspectrum.errors import PerspectrumError
+from perspectrum.text.document import check_document
+from perspectrum.index.store import DEFAULT_BACKEND, IndexStore
+from perspectrum.text.matching import ArgumentMatch, MatchSettings, check_arguments, match
+from perspectrum.text.mining import MinedUnit, MineSettings, mine
+from perspectrum.pipeline.results import (
+    SCHEMA_VERSION,
+    DiscoveredPerspective,
+    Discovery,
+    EvidenceHit,
+    Phrasing,
+    confidence,
+)
+from perspectrum.models.scorers import Scorers, tuned_settings
+from perspectrum.index.search import HybridSearcher
+from perspectrum.pipeline.stages import EVIDENCE_STAGES, ORDER, ClaimState, Context, Stage, configure
+from perspectrum.text.sentences import checked
+
+__all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery", "EvidenceHit", "Phrasing",
+           "Pipeline", "PipelineConfig", "check_claim", "own_store"]
+
+#: Longest claim accepted, in characters (claims in PERSPECTRUM are under 300).
+MAX_CLAIM_CHARS = 1000
+#: Stage names, in running order (the keys of settings, overrides and timings).
+STAGE_NAMES = tuple(stage.name for stage in ORDER)
+
+
+class ClaimError(PerspectrumError):
+    """A claim that cannot be searched for (empty, too long, not text). The CLI exits 2."""
+
+
+def check_claim(claim: Any) -> str:
+    """The claim, stripped, or a :class:`ClaimError` saying what is wrong with it."""
+    if not isinstance(claim, str):
+        raise ClaimError(f"a claim must be text, not {type(claim).__name__}")
+    text = checked(claim, "claim", MAX_CLAIM_CHARS, ClaimError)
+    if any(unicodedata.category(ch) == "Cc" and not ch.isspace() for ch in text):
+        raise ClaimError("the claim contains control characters; is it binary data?")
+    if not any(ch.isalpha() for ch in text):
+        raise ClaimError("the claim has no words in it")
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """The structural settings, and per-stage changes to the dev-tuned ones.
+
+    Cut-offs default to the values tuned on dev for the loaded models and stored beside
+    them (``models/<task>/perspectrum.json``, ``models/pipeline.json``, or
+    ``models/light/``); ``overrides`` changes any stage's setting by name, e.g.
+    ``{"relevance": {"threshold": 0.8}, "expand": {"neighbours": 0}}``. Unknown stages,
+    unknown keys and values of the wrong type are one-line errors.
+
+    Attributes:
+        candidates: perspectives retrieved per claim and read by the relevance model.
+        max_perspectives: at most this many kept per claim, whatever the relevance cut
+            allows (clustering reads every pair among them).
+        evidence_depth: paragraphs retrieved per cluster for the evidence ranker (20,
+            the depth it was trained at).
+        verify_top: kept paragraphs per cluster whose windows the window verifier reads.
+        overrides: per-stage changes, keyed by stage name (:data:`STAGE_NAMES`).
+    """
+
+    candidates: int = 50
+    max_perspectives: int = 30
+    evidence_depth: int = 20
+    verify_top: int = 1
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        numbers = (self.candidates, self.max_perspectives, self.evidence_depth, self.verify_top)
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+            raise PerspectrumError("candidates, max_perspectives, evidence_depth and verify_top must be whole numbers")
+        if min(self.candidates, self.max_perspectives, self.evidence_depth) < 1 or self.verify_top < 0:
+            raise PerspectrumError("candidates, max_perspectives and evidence_depth must be ≥ 1, verify_top ≥ 0")
+        unknown = set(self.overrides) - set(STAGE_NAMES)
+        if unknown:
+            raise PerspectrumError(f"unknown stage(s) in overrides: {', '.join(sorted(map(str, unknown)))} "
+                                   f"(stages: {', '.join(STAGE_NAMES)})")
+
+    def settings(self, tuned: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Every stage's settings: structural defaults, the dev-tuned values, then the overrides.
+
+        ``tuned`` is :func:`perspectrum.models.scorers.tuned_settings` of the loaded models.
+        The relevance cap is never above ``max_perspectives``, and the expand stage
+        uses the cluster stage's blend and threshold (and the stance stage's threshold)
+        unless overridden.
+        """
+        out: dict[str, dict[str, Any]] = {
+            "retrieve": {"candidates": self.candidates},
+            "relevance": dict(tuned["relevance"]),
+            "stance": dict(tuned["stance"]),
+            "cluster": dict(tuned["cluster"]),
+            "expand": dict(tuned["expand"]),
+            "evidence": {**tuned["evidence"], "depth": self.evidence_depth},
+            "verify": {"top": self.verify_top},
+        }
+        for stage, changes in self.overrides.items():
+            out[stage].update(changes)
+        out["relevance"]["k"] = min(out["relevance"]["k"], self.max_perspectives)
+        for key in ("weight", "threshold"):
+            out["expand"].setdefault(key, out["cluster"][key])
+        out["expand"].setdefault("stance_threshold", out["stance"]["threshold"])
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "overrides": {k: dict(v) for k, v in self.overrides.items()}}
+
+
+@dataclass(frozen=True)
+class _Ready:
+    """What the first call loads: the stages (with their settings) and what they read."""
+
+    stages: tuple[Stage, ...]
+    context: Context
+    settings: dict[str, dict[str, Any]]
+
+
+class Pipeline:
+    """Discovers the perspectives on a claim, clustered, stanced and backed by evidence.
+
+    Build one with :meth:`load` (PERSPECTRUM's pools) or :meth:`from_pools` (your own).
+    Nothing heavy happens until the first call (or :meth:`warm_up`): indexes are opened
+    (built if missing) and models loaded once, under a lock, so one pipeline serves
+    concurrent calls from many threads. ``scorers`` replaces the models with any object
+    of the :class:`~perspectrum.models.scorers.Scorers` protocol (the fine-tuned set, light
+    heads, or your own).
+
+    Example:
+        >>> pipe = Pipeline.load()
+        >>> found = pipe.discover("Animals should have lawful rights")
+        >>> [p.text for p in found.supporting][:2]
+    """
+
+    def __init__(self, perspectives: Pool, evidence: Pool, store: IndexStore, models_dir: str | Path | None = None,
+                 config: PipelineConfig | None = None, data_dir: str | Path | None = None,
+                 show_progress: bool = False, data_store: IndexStore | None = None,
+                 scorers: Scorers | None = None) -> None:
+        self.perspectives = perspectives
+        self.evidence_pool = evidence
+        self.store = store
+        #: PERSPECTRUM's own indexes, which light heads are trained with (own pools have another store)
+        self.data_store = data_store or store
+        self.models_dir = folders.models_dir(models_dir)
+        self.config = config or PipelineConfig()
+        self.data_dir = data_dir
+        self.show_progress = show_progress
+        self._scorers_given = scorers
+        self._lock = threading.Lock()
+        self._ready: _Ready | None = None
+
+    @classmethod
+    def load(cls, data_dir: str | Path | None = None, index_dir: str | Path | None = None,
+             models_dir: str | Path | None = None, config: PipelineConfig | None = None, verify: bool = True,
+             show_progress: bool = False, scorers: Scorers | None = None, backend: str = DEFAULT_BACKEND,
+             milvus_uri: str | None = None) -> Pipeline:
+        """A pipeline over PERSPECTRUM's perspective and evidence pools (read from
+        ``data_dir`` or ``$PERSPECTRUM_DATA``, checksums verified unless ``verify=False``).
+
+        Folders resolve as the CLI's do: ``index_dir`` or ``$PERSPECTRUM_INDEXES`` or
+        ``./indexes``; ``models_dir`` or ``$PERSPECTRUM_MODELS`` or ``./models``.
+        ``backend`` picks the search engines (:data:`perspectrum.index.store.BACKENDS`); models
+        trained with one backend's indexes serve with any other's.
+        """
+        from perspectrum.data import load_dataset
+
+        dataset = load_dataset(data_dir, verify=verify)
+        store = IndexStore(folders.index_dir(index_dir), backend=backend, milvus_uri=milvus_uri)
+        return cls(Pool.from_dataset(dataset, "perspectives"), Pool.from_dataset(dataset, "evidence"),
+                   store, models_dir, config, data_dir, show_progress, scorers=scorers,
+                   data_store=None if backend == DEFAULT_BACKEND else IndexStore(store.root))
+
+    @classmethod
+    def from_pools(cls, perspectives: Pool | str | Path, evidence: Pool | str | Path,
+                   index_dir: str | Path | None = None, models_dir: str | Path | None = None,
+                   config: PipelineConfig | None = None, data_dir: str | Path | None = None,
+                   show_progress: bool = False, scorers: Scorers | None = None, backend: str = DEFAULT_BACKEND,
+                   milvus_uri: str | None = None) -> Pipeline:
+        """A pipeline over your own sentences and paragraphs (pools or JSONL files of
+        ``{"id", "text"}``), searched by ``backend``'s engines.
+
+        Their indexes live under ``<index_dir>/own/<key>/``, one folder per pair of pool
+        files (or, for pools given as objects, of pool contents), so they never replace
+        PERSPECTRUM's; ``perspectrum pool add|remove`` updates them in place. The models are the ones trained
+        on PERSPECTRUM (light heads need its data, via ``data_dir`` or ``$PERSPECTRUM_DATA``).
+        """
+        pools = [p if isinstance(p, Pool) else Pool.from_jsonl(p, name)
+                 for p, name in ((perspectives, "perspectives"), (evidence, "evidence"))]
+        pools = [Pool(name, p.ids, p.texts) for p, name in zip(pools, ("perspectives", "evidence"))]
+        store = IndexStore(folders.index_dir(index_dir), backend=backend, milvus_uri=milvus_uri)
+        files = None if isinstance(perspectives, Pool) or isinstance(evidence, Pool) else \
+            (Path(perspectives).expanduser(), Path(evidence).expanduser())
+        return cls(*pools, own_store(store, *pools, files), models_dir, config, data_dir, show_progress,
+                   data_store=IndexStore(store.root), scorers=scorers)
+
+    # --------------------------------------------------------------- loading
+    def _scorers(self) -> Scorers:
+        from perspectrum.models.light_heads import LightScorers, StaleHeads
+        from perspectrum.models.scorers import TrainedScorers, fine_tuned, models_present
+
+        if self._scorers_given is not None:
+            return self._scorers_given
+        if models_present(self.models_dir):
+            return TrainedScorers(self.models_dir, self.store, self.evidence_pool)
+        light = self.models_dir / folders.LIGHT_FOLDER
+        present = fine_tuned(self.models_dir)
+        why = (f"only the {', '.join(present)} model(s) of the four in {self.models_dir}" if present
+               else f"no fine-tuned models in {self.models_dir}")
+        if (light / "light.json").is_file():
+            try:
+                return LightScorers.load(light, self.store, self.evidence_pool, self.models_dir)
+            except StaleHeads as exc:
+                why = str(exc)
+        say(f"{why}: training light heads on frozen MiniLM embeddings "
+            "(a few minutes, once); run `perspectrum train all` for the accurate models")
+        from perspectrum.data import load_dataset
+        from perspectrum.train.light_heads import train_light, tune_light
+
+        started = time.perf_counter()
+        dataset = load_dataset(self.data_dir, verify=False)
+        train_light(dataset, self.data_store, light, show_progress=self.show_progress)
+        tune_light(dataset, self.data_store, self.models_dir, show_progress=self.show_progress)
+        say(f"light heads trained and the pipeline tuned on dev in {time.perf_counter() - started:.0f} s, "
+            f"saved to {light}")
+        return LightScorers.load(light, self.store, self.evidence_pool, self.models_dir)
+
+    def _get(self) -> _Ready:
+        with self._lock:
+            if self._ready is None:
+                bm25 = self.store.open(self.perspectives, "bm25", show_progress=self.show_progress)
+                dense = self.store.open(self.perspectives, "dense", show_progress=self.show_progress)
+                scorers = self._scorers()
+                settings = self.config.settings(tuned_settings(scorers))
+                stages = tuple(configure(stage, settings[stage.name]) for stage in ORDER)
+                context = Context(scorers, HybridSearcher(bm25, dense), dense,
+                                  dict(zip(self.perspectives.ids, self.perspectives.texts)),
+                                  dict(zip(self.evidence_pool.ids, self.evidence_pool.texts)))
+                self._ready = _Ready(stages, context, settings)
+            return self._ready
+
+    def warm_up(self) -> None:
+        """Open every index and load every model now, not on the first call (for servers)."""
+        ready = self._get()
+        ready.context.dense.encoder.encode(["warm up"])
+        if hasattr(ready.context.scorers, "load_all"):
+            ready.context.scorers.load_all()
+
+    @property
+    def system(self) -> str:
+        """``"trained"``, ``"light"`` or your scorers' ``kind``: which models answer (loads them if needed)."""
+        return self._get().context.scorers.kind
+
+    @property
+    def scorers(self) -> Scorers:
+        """The models that answer (loads them if needed)."""
+        return self._get().context.scorers
+
+    def with_config(self, config: PipelineConfig, scorers: Scorers | None = None) -> Pipeline:
+        """A pipeline over the same pools and indexes with other settings (and, optionally,
+        other scorers); this one's loaded models are shared unless ``scorers`` is given."""
+        return Pipeline(self.perspectives, self.evidence_pool, self.store, self.models_dir, config, self.data_dir,
+                        self.show_progress, self.data_store, scorers if scorers is not None else self.scorers)
+
+    @property
+    def settings(self) -> dict[str, dict[str, Any]]:
+        """Every stage's settings in use: dev-tuned, with the config's overrides."""
+        return self._get().settings
+
+    # --------------------------------------------------------------- discovery
+    def discover(self, claim: str, top: int | None = None, evidence: bool = True,
+                 explain: bool = False) -> Discovery:
+        """The perspectives on ``claim``: clustered, stanced and (unless ``evidence=False``)
+        backed by evidence, most relevant first; at most ``top`` clusters."""
+        return self.discover_many([claim], top=top, evidence=evidence, explain=explain)[0]
+
+    def discover_many(self, claims: Sequence[str], batch_size: int = 16, top: int | None = None,
+                      evidence: bool = True, explain: bool = False) -> list[Discovery]:
+        """:meth:`discover` for many claims, each model called once per stage per batch.
+
+        Results are in input order. Every claim is checked before any work starts, so
+        one bad claim fails the call without wasting the others' time.
+        """
+        if isinstance(claims, str) or not isinstance(claims, Iterable):
+            raise ClaimError(f"discover_many takes a list of claims, not {type(claims).__name__}")
+        batch_size = _whole("batch_size", batch_size)
+        top = None if top is None else _whole("top", top)
+        texts = [check_claim(c) for c in claims]
+        out: list[Discovery] = []
+        for start in range(0, len(texts), batch_size):
+            out += self._batch(texts[start:start + batch_size], top, evidence, explain)
+        return out
+
+    # --------------------------------------------------------------- raw text
+    def mine(self, text: str, claim: str, settings: MineSettings | None = None) -> list[MinedUnit]:
+        """The argument units of ``text`` (an essay, a web page's text, a transcript) for
+        ``claim``: spans with character offsets into ``text``, possibly shorter than a
+        sentence, each with a stance and a score, in text order; non-argumentative text is
+        left out (see :mod:`perspectrum.text.mining`). ``settings`` default to the dev-tuned ones."""
+        text, claim = check_document(text), check_claim(claim)
+        context = self._get().context
+        return mine(text, claim, context.scorers, context.dense.encoder, self.settings["stance"]["threshold"],
+                    settings or MineSettings())
+
+    def match(self, text: str, claim: str, arguments: Sequence[str] | None = None,
+              settings: MatchSettings | None = None) -> list[ArgumentMatch]:
+        """Which ``arguments`` ``text`` makes, in the order given, each with its best
+        sentence (see :mod:`perspectrum.text.matching`). Without ``arguments``, the claim's
+        perspectives as :meth:`discover` finds them (each cluster's first phrasing)."""
+        text, claim = check_document(text), check_claim(claim)
+        if arguments is None:
+            arguments = [found.text for found in self.discover(claim, evidence=False).perspectives]
+            if not arguments:
+                raise PerspectrumError("no perspectives were found for the claim to match against; "
+                                       "give the arguments to look for")
+        return match(text, check_arguments(arguments), self._get().context.dense.encoder,
+                     settings or MatchSettings())
+
+    def run_stages(self, claims: Sequence[str], until: str = STAGE_NAMES[-1]) -> list[ClaimState]:
+        """Every claim's state after the stages up to and including ``until``, unrounded
+        (what :meth:`discover` builds its results from; for tuning and inspection)."""
+        if until not in STAGE_NAMES:
+            raise PerspectrumError(f"unknown stage {until!r} (stages: {', '.join(STAGE_NAMES)})")
+        states = [ClaimState(check_claim(c)) for c in claims]
+        self._run(states, STAGE_NAMES[:STAGE_NAMES.index(until) + 1], {})
+        return states
+
+    def advance(self, states: list[ClaimState], names: Sequence[str]) -> dict[str, float]:
+        """Run the stages named in ``names`` (in running order) on ``states``; seconds per stage.
+
+        With :meth:`discovery`, what an engine needs that runs a batch's stages in different
+        processes, a group of stages each (:mod:`perspectrum.serve.batch`): every stage reads
+        only its claims' states, so the result is the one :meth:`discover_many` returns.
+        """
+        unknown = [name for name in names if name not in STAGE_NAMES]
+        if unknown:
+            raise PerspectrumError(f"unknown stage(s) {', '.join(map(repr, unknown))} "
+                                   f"(stages: {', '.join(STAGE_NAMES)})")
+        timings: dict[str, float] = {}
+        self._run(states, names, timings)
+        return timings
+
+    def discovery(self, state: ClaimState, timings: dict[str, float], top: int | None = None,
+                  evidence: bool = True, explain: bool = False) -> Discovery:
+        """What :meth:`discover` returns for a claim whose stages have run (by :meth:`advance`),
+        with ``timings`` as its seconds per stage."""
+        return self._result(state, self._get(), timings, top, evidence, explain)
+
+    def _run(self, states: list[ClaimState], names: Sequence[str], timings: dict[str, float]) -> None:
+        ready = self._get()
+        for stage in ready.stages:
+            if stage.name in names:
+                started = time.perf_counter()
+                stage.run(states, ready.context)
+                timings[stage.name] = time.perf_counter() - started
+
+    def _batch(self, claims: list[str], top: int | None, with_evidence: bool, explain: bool) -> list[Discovery]:
+        ready = self._get()
+        states = [ClaimState(c) for c in claims]
+        timings: dict[str, float] = {}
+        self._run(states, [n for n in STAGE_NAMES if with_evidence or n not in EVIDENCE_STAGES], timings)
+        timings["total"] = sum(timings.values())
+        share = {k: round(v / len(claims), 4) for k, v in timings.items()}
+        return [self._result(s, ready, share, top, with_evidence, explain) for s in states]
+
+    def _result(self, state: ClaimState, ready: _Ready, timings: dict[str, float], top: int | None,
+                with_evidence: bool, explain: bool) -> Discovery:
+        threshold = ready.settings["stance"]["threshold"]
+        text = ready.context.perspective_text
+        found = []
+        for group in state.groups:
+            phrasings = tuple(Phrasing(m.id, text[m.id], round(m.relevance, 4),
+                                       None if m.support is None else round(m.support, 4))
+                              for m in (state.kept[i] for i in group.members))
+            p = group.support
+            found.append(DiscoveredPerspective(
+                text=phrasings[0].text, id=phrasings[0].id, stance="support" if p >= threshold else "undermine",
+                support_probability=round(p, 4), stance_confidence=round(confidence(p, threshold), 4),
+                relevance=phrasings[0].relevance, phrasings=phrasings,
+                evidence=tuple(group.evidence) if with_evidence else ()))
+        found.sort(key=lambda f: -f.relevance)
+        trace = None
+        if explain:
+            kept = {m.id for m in state.kept if not m.added}
+            trace = {"settings": {k: dict(v) for k, v in ready.settings.items()}, "config": self.config.to_dict(),
+                     "candidates": [{"id": c.id, "model": round(c.model, 4), "cosine": round(c.cosine, 4),
+                                     "score": round(c.score, 4), "kept": c.id in kept} for c in state.candidates],
+                     "pairs": state.pairs}
+        return Discovery(state.claim, ready.context.scorers.kind, tuple(found[:top] if top else found), timings,
+                         trace, state.notice)
+
+
+def _whole(name: str, value: Any) -> int:
+    """``value`` as an int, or a one-line error: a float, a bool or a string here would
+    otherwise fail (or, as ``top=True``, quietly mean 1) only once the models are loaded."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise PerspectrumError(f"{name} must be a whole number, at least 1, not {value!r}")
+    return int(value)
+
+
+def own_store(store: IndexStore, perspectives: Pool, evidence: Pool,
+              files: tuple[Path, Path] | None = None) -> IndexStore:
+    """Where the indexes of a pair of own pools live, with ``store``'s settings and backend:
+    ``<store root>/own/<key>/``, the key made from the two pool ``files`` when they are
+    known (so an edited file's indexes are updated or rebuilt in place, and
+    :mod:`perspectrum.index.pools` can find them), else from the two pools' contents."""
+    import hashlib
+
+    from perspectrum.index.pools import record_files
+
+    named = f"files:{files[0].resolve()}\n{files[1].resolve()}" if files else \
+        f"{perspectives.fingerprint}:{evidence.fingerprint}"
+    own = store.like(store.root / "own" / hashlib.sha256(named.encode()).hexdigest()[:16])
+    if files:
+        record_files(own.root, *files)
+    return own

@@ -1,0 +1,23 @@
+"""The pipeline's stages, one job each, in the order :class:`perspectrum.Pipeline` runs them.
+
+retrieve → relevance → stance → cluster → expand → evidence → verify. Each is a frozen
+dataclass of its settings with ``run(states, context)``; a new stage is a new module
+here and one entry in :data:`ORDER`.
+"""
+
+from perspectrum.pipeline.stages.base import Candidate, ClaimState, Context, Group, Member, Stage, configure
+from perspectrum.pipeline.stages.cluster import Cluster
+from perspectrum.pipeline.stages.evidence import Evidence
+from perspectrum.pipeline.stages.expand import Expand
+from perspectrum.pipeline.stages.relevance import Relevance
+from perspectrum.pipeline.stages.retrieve import Retrieve
+from perspectrum.pipeline.stages.stance import Stance
+from perspectrum.pipeline.stages.verify import Verify
+
+#: Every stage, in running order.
+ORDER: tuple[type, ...] = (Retrieve, Relevance, Stance, Cluster, Expand, Evidence, Verify)
+#: Stages that need evidence (skipped by ``discover(..., evidence=False)``).
+EVIDENCE_STAGES = ("evidence", "verify")
+
+__all__ = ["ORDER", "EVIDENCE_STAGES", "Candidate", "ClaimState", "Cluster", "Context", "Evidence", "Expand",
+           "Group", "Member", "Relevance", "Retrieve", "Stage", "Stance", "Verify", "configure"]

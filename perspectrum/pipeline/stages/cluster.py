@@ -1,0 +1,93 @@
+"""Stage 4: equivalence clusters that never join perspectives of confidently opposite stance.
+
+Every pair of a claim's kept perspectives is scored by the equivalence model
+(claim-conditioned) and blended with its cosine; average linkage cuts at the dev-tuned
+threshold. Two rules keep clusters honest about stance:
+
+- *cannot-link*: a pair the stance model puts confidently on opposite sides has
+  similarity 0 and is never scored (it also saves the model call);
+- *split*: average linkage can still merge two groups whose other pairs are similar
+  enough to outweigh a zero, so a cluster holding both confident sides keeps its
+  majority side and the others are clustered again among themselves.
+
+A cluster's P(support) is the mean over its confident members (all members when none
+is confident), so its stance is the stance of every confident member.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import ClassVar
+
+import numpy as np
+
+from perspectrum.models.rules import blend, groups
+from perspectrum.pipeline.stages.base import ClaimState, Context, Group, Member
+
+
+def _split(members: list[int], kept: list[Member], matrix: np.ndarray, threshold: float) -> list[list[int]]:
+    """``members`` if no two are confident opposites, else its majority side and the rest re-clustered."""
+    sides = [kept[i].side for i in members]
+    if not (1 in sides and -1 in sides):
+        return [members]
+    votes = sides.count(1) - sides.count(-1)
+    keep_side = (1 if votes > 0 else -1) if votes else next(s for s in sides if s)
+    staying = [i for i in members if kept[i].side != -keep_side]
+    leaving = [i for i in members if kept[i].side == -keep_side]
+    sub = matrix[np.ix_(leaving, leaving)]
+    return [staying, *([leaving[j] for j in g] for g in groups(sub, threshold))]
+
+
+def _support(members: list[int], kept: list[Member]) -> float:
+    confident = [kept[i].support for i in members if kept[i].side and kept[i].support is not None]
+    values = confident or [kept[i].support for i in members if kept[i].support is not None]
+    return float(np.mean(values)) if values else 0.5
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Stance-aware average-linkage clusters (see the module docstring).
+
+    Attributes:
+        weight: of the equivalence model against the pair's cosine.
+        threshold: blended similarity at or above which two perspectives are one
+            (clusters are cut at distance 1 − threshold); tuned on dev.
+    """
+
+    name: ClassVar[str] = "cluster"
+    weight: float
+    threshold: float
+
+    def run(self, states: list[ClaimState], context: Context) -> None:
+        cosines = []
+        for state in states:
+            vectors = context.dense.vectors([m.id for m in state.kept]) if state.kept else np.zeros((0, 1))
+            cosines.append((vectors @ vectors.T).astype(np.float64))
+        matrices = [(1 - self.weight) * cosine for cosine in cosines]
+        text = context.perspective_text
+        triples, where = [], []
+        for n, state in enumerate(states):
+            kept = state.kept
+            for i, j in combinations(range(len(kept)), 2):
+                if kept[i].side * kept[j].side < 0:  # confident opposites: cannot-link
+                    matrices[n][i, j] = matrices[n][j, i] = 0.0
+                    continue
+                # a pair the model could not lift to the threshold even at 1.0 is not
+                # worth a forward pass: it keeps model score 0 (what such pairs score anyway)
+                if blend(1.0, cosines[n][i, j], self.weight) < self.threshold:
+                    continue
+                triples.append((state.claim, text[kept[i].id], text[kept[j].id]))
+                where.append((n, i, j))
+        scores = context.scorers.equivalence(triples)
+        for (n, i, j), score in zip(where, scores):
+            value = matrices[n][i, j] + self.weight * float(score)
+            matrices[n][i, j] = matrices[n][j, i] = value
+            states[n].pairs.append({"a": states[n].kept[i].id, "b": states[n].kept[j].id,
+                                    "model": round(float(score), 4), "similarity": round(value, 4)})
+        for state, matrix in zip(states, matrices):
+            np.fill_diagonal(matrix, 1.0)
+            split = [part for g in groups(matrix, self.threshold) for part in _split(g, state.kept, matrix,
+                                                                                     self.threshold)]
+            # kept is most relevant first, so each cluster's first index is its representative
+            state.groups = [Group(sorted(g), _support(g, state.kept)) for g in sorted(split, key=min)]

@@ -1,0 +1,88 @@
+"""Stage 5: bring each cluster's paraphrases in from the pool.
+
+PERSPECTRUM's pool holds several phrasings of most perspectives, and retrieval for the
+claim finds only some of them: a paraphrase can be far from the claim's wording and
+close to its cluster's. For each cluster, the pool's nearest neighbours of the
+cluster's centroid that the claim did not keep are read by the equivalence model
+against the representative; one at or above the clustering threshold joins the
+cluster it fits best. With ``agree`` on, the stance model reads each admitted
+paraphrase and one it would put on the other side of its cluster's stance stays out, so
+expansion never shows a phrasing under a stance the model itself disagrees with;
+otherwise added members take their cluster's stance unread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from perspectrum.models.rules import blend
+from perspectrum.pipeline.stages.base import ClaimState, Context, Member
+
+
+@dataclass(frozen=True)
+class Expand:
+    """Paraphrases from the pool for every cluster (off when ``neighbours`` is 0).
+
+    Attributes:
+        neighbours: pool neighbours of each cluster's centroid read by the model.
+        weight, threshold: the blend and cut a paraphrase must pass (by default the
+            cluster stage's, so an added member is as similar as a clustered one).
+        agree: read each admitted paraphrase's stance and keep it only when it falls on
+            its cluster's side of ``stance_threshold`` (the stance stage's, by default).
+    """
+
+    name: ClassVar[str] = "expand"
+    weight: float
+    threshold: float
+    neighbours: int = 0
+    agree: bool = False
+    stance_threshold: float = 0.5
+
+    def run(self, states: list[ClaimState], context: Context) -> None:
+        if self.neighbours < 1:
+            return
+        dense, text = context.dense, context.perspective_text
+        queries, owners = [], []
+        for n, state in enumerate(states):
+            for g, group in enumerate(state.groups):
+                centroid = dense.vectors([state.kept[i].id for i in group.members]).mean(axis=0)
+                queries.append(centroid / max(float(np.linalg.norm(centroid)), 1e-12))
+                owners.append((n, g))
+        if not queries:
+            return
+        depth = self.neighbours + max(len(s.kept) for s in states)
+        runs = dense.search_vectors(np.array(queries, dtype=np.float32), depth)
+        triples, where = [], []
+        for (n, g), run in zip(owners, runs):
+            state = states[n]
+            taken = {m.id for m in state.kept}
+            representative = state.kept[state.groups[g].members[0]].id
+            fresh = [h for h in run if h.doc_id not in taken][:self.neighbours]
+            cosines = dense.vectors([h.doc_id for h in fresh]) @ dense.vectors([representative])[0] if fresh else []
+            for hit, cosine in zip(fresh, cosines):
+                if blend(1.0, float(cosine), self.weight) < self.threshold:
+                    continue
+                triples.append((state.claim, text[representative], text[hit.doc_id]))
+                where.append((n, g, hit.doc_id, float(cosine)))
+        scores = context.scorers.equivalence(triples)
+        best: dict[tuple[int, object], tuple[float, int]] = {}
+        for (n, g, doc_id, cosine), score in zip(where, scores):
+            value = blend(float(score), cosine, self.weight)
+            if value >= self.threshold and value > best.get((n, doc_id), (-1.0, -1))[0]:
+                best[(n, doc_id)] = (value, g)
+        admitted = sorted(best.items(), key=lambda item: (item[0][0], -item[1][0], str(item[0][1])))
+        supports: list[float | None] = [None] * len(admitted)
+        if self.agree and admitted:
+            supports = list(map(float, context.scorers.stance([(states[n].claim, text[doc_id])
+                                                                for (n, doc_id), _ in admitted])))
+        for ((n, doc_id), (_, g)), support in zip(admitted, supports):
+            state = states[n]
+            if support is not None and (support >= self.stance_threshold) != (
+                    state.groups[g].support >= self.stance_threshold):
+                continue
+            cosine = float(dense.vectors([doc_id])[0] @ state.vector) if state.vector is not None else 0.0
+            state.kept.append(Member(doc_id, cosine, support=support, added=True))
+            state.groups[g].members.append(len(state.kept) - 1)

@@ -1,0 +1,64 @@
+"""Stage 7: the 3-sentence window of each kept paragraph that states its cluster's point.
+
+Selection is the ranker's; the window scores (the scorers' ``windows``: the evidence
+ranker's window verifier, which reads each window against the cluster and its siblings)
+mark which passage to show, what the CLI highlights, for the top ``top`` paragraphs of
+each cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+import numpy as np
+
+from perspectrum.models.rules import EVIDENCE_STRIDE
+from perspectrum.pipeline.stages.base import ClaimState, Context
+from perspectrum.pipeline.stages.evidence import debate
+from perspectrum.text.sentences import window_sentences, windows
+
+
+def place(paragraph: str, window: str) -> tuple[int | None, int | None]:
+    """Character span of a window (sentences joined by spaces) inside its paragraph."""
+    parts = window_sentences(window)
+    if not parts:
+        return None, None
+    start = paragraph.find(parts[0])
+    end = paragraph.find(parts[-1], max(start, 0))
+    if start < 0 or end < 0:
+        return None, None
+    return start, end + len(parts[-1])
+
+
+@dataclass(frozen=True)
+class Verify:
+    """Best window of the top kept paragraphs (windows every :data:`EVIDENCE_STRIDE` sentences,
+    as the verifier was fitted and evaluation reads them).
+
+    Attributes:
+        top: kept paragraphs per cluster whose windows are read (0: none).
+    """
+
+    name: ClassVar[str] = "verify"
+    top: int = 1
+
+    def run(self, states: list[ClaimState], context: Context) -> None:
+        jobs, owner = [], []
+        for n, state in enumerate(states):
+            if not state.groups:
+                continue
+            read = debate(state, context)
+            for c, group in enumerate(state.groups):
+                for h, hit in enumerate(group.evidence[:self.top]):
+                    jobs.append((read, c, hit.id))
+                    owner.append((n, c, h))
+        for (n, c, h), scores in zip(owner, context.scorers.windows(jobs)):
+            if not len(scores):
+                continue
+            evidence = states[n].groups[c].evidence
+            shown = windows(evidence[h].text, stride=EVIDENCE_STRIDE)  # the rows the verifier scored
+            best = int(np.argmax(scores))
+            start, end = place(evidence[h].text, shown[best])
+            evidence[h] = replace(evidence[h], window=shown[best], window_score=round(float(scores[best]), 4),
+                                  window_start=start, window_end=end)

@@ -1,0 +1,3 @@
+"""Training and tuning: fine-tuning the cross-encoders, fitting light heads and the evidence
+ranker, and choosing every cut-off on dev. The runtime (everything below :mod:`perspectrum.eval`)
+never imports this package."""

@@ -1,0 +1,125 @@
+"""Training pairs for the three cross-encoders, built from gold labels and retrieval.
+
+Every builder is a pure function of the claims, the retrieved candidates and a seed,
+so the same seed always yields the same pairs in the same order. Each pair is written by
+:mod:`perspectrum.models.inputs`, which inference calls too, so the two can never drift apart.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+
+from perspectrum.data import Claim, Cluster, Dataset
+from perspectrum.encoders.cross_encoder import Pair
+from perspectrum.models.inputs import claim_perspective_input, equivalence_input
+
+
+@dataclass
+class Examples:
+    """Parallel lists of model inputs and targets in [0, 1]."""
+
+    pairs: list[Pair] = field(default_factory=list)
+    targets: list[float] = field(default_factory=list)
+
+    def add(self, pair: Pair, target: float) -> None:
+        self.pairs.append(pair)
+        self.targets.append(target)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def positives(self) -> int:
+        return sum(t >= 0.5 for t in self.targets)
+
+    def sample(self, limit: int | None, seed: int) -> Examples:
+        """At most ``limit`` examples, drawn without replacement, original order kept."""
+        if limit is None or len(self) <= limit:
+            return self
+        keep = sorted(random.Random(seed).sample(range(len(self)), limit))
+        return Examples([self.pairs[i] for i in keep], [self.targets[i] for i in keep])
+
+
+def relevance_examples(
+    dataset: Dataset,
+    claims: Sequence[Claim],
+    candidates: Mapping[int, Sequence[int]],
+    negatives_per_positive: float,
+    seed: int,
+) -> Examples:
+    """Gold perspectives are positives; retrieved non-gold candidates are negatives.
+
+    Per claim, ``negatives_per_positive`` × (gold count) negatives are drawn at random
+    from the claim's retrieved candidates that are not gold (all of them if fewer), so
+    the model learns to reject exactly what retrieval brings back.
+    """
+    rng = random.Random(seed)
+    out = Examples()
+    for claim in claims:
+        gold = sorted(claim.gold_pids)
+        for pid in gold:
+            out.add(claim_perspective_input(claim.text, dataset.perspectives[pid].text), 1.0)
+        wrong = [pid for pid in candidates.get(claim.cid, ()) if pid not in claim.gold_pids]
+        for pid in rng.sample(wrong, min(len(wrong), round(negatives_per_positive * len(gold)))):
+            out.add(claim_perspective_input(claim.text, dataset.perspectives[pid].text), 0.0)
+    return out
+
+
+def stance_target(cluster: Cluster, soft: bool = True) -> float:
+    """P(support) to train towards: the annotators' vote share, on the gold side.
+
+    The share is (support + mildly support) / (those + mildly undermine + undermine).
+    It is used only when it agrees with the gold ``stance_label_3`` (strictly above or
+    below one half); otherwise, or with no votes, or ``soft=False``, the hard 1/0 label.
+    """
+    hard = 1.0 if cluster.stance == "SUPPORT" else 0.0
+    counts = tuple(cluster.voter_counts) + (0, 0, 0, 0)
+    support, undermine = counts[0] + counts[1], counts[2] + counts[3]
+    if not soft or support + undermine == 0:
+        return hard
+    share = support / (support + undermine)
+    agrees = share > 0.5 if hard else share < 0.5
+    return share if agrees else hard
+
+
+def stance_examples(dataset: Dataset, claims: Sequence[Claim], soft: bool = True) -> Examples:
+    """Every gold (claim, perspective) pair with its cluster's :func:`stance_target`."""
+    out = Examples()
+    for claim in claims:
+        for cluster in claim.clusters:
+            target = stance_target(cluster, soft)
+            for pid in cluster.pids:
+                out.add(claim_perspective_input(claim.text, dataset.perspectives[pid].text), target)
+    return out
+
+
+def equivalence_examples(
+    dataset: Dataset, claims: Sequence[Claim], negatives_per_positive: float, seed: int
+) -> Examples:
+    """Pairs within a gold cluster are positives; pairs across a claim's clusters negatives.
+
+    Per claim, up to ``negatives_per_positive`` × (positive count) cross-cluster pairs
+    are drawn at random (at least one per claim when the claim has any), and each pair's
+    order is flipped at random so the model does not learn an order.
+    """
+    rng = random.Random(seed)
+    out = Examples()
+    for claim in claims:
+        owner: dict[int, int] = {}
+        for index, cluster in enumerate(claim.clusters):
+            for pid in cluster.pids:
+                owner.setdefault(pid, index)
+        same, different = [], []
+        for p, q in combinations(sorted(owner), 2):
+            (same if owner[p] == owner[q] else different).append((p, q))
+        chosen = rng.sample(different, min(len(different), max(1, round(negatives_per_positive * len(same)))))
+        for target, group in ((1.0, same), (0.0, chosen)):
+            for p, q in group:
+                if rng.random() < 0.5:
+                    p, q = q, p
+                first, second = dataset.perspectives[p].text, dataset.perspectives[q].text
+                out.add(equivalence_input(claim.text, first, second), target)
+    return out
