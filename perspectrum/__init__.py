@@ -8,6 +8,7 @@ from perspectrum.data import Dataset, Pool, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum._version import __version__
 from perspectrum.index import BM25Index, DenseIndex, Hit, HybridSearcher, IndexStore
+from perspectrum.models import PairScorer
 from perspectrum.pipeline import Discovery, Pipeline, PipelineConfig
 
 __all__ = [
@@ -18,9 +19,11 @@ __all__ = [
     "Hit",
     "HybridSearcher",
     "IndexStore",
+    "PairScorer",
     "PerspectrumError",
     "Pipeline",
     "PipelineConfig",
     "Pool",
+    "__version__",
     "load_dataset",
 ]

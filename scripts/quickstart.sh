@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# From a fresh clone: install, check the data, and discover the perspectives on a claim.
-# Without a stance model in models/, it first trains one with the fast recipe (about 7 min
-# on 2 cores: `perspectrum train stance --fast`). The first discover then builds the missing
-# indexes and, without the other fine-tuned models, fits light heads on frozen MiniLM
-# embeddings (about 2 min, once); the stance model answers in place of the light stance head.
+# From a fresh clone: install, check the data, prepare the machine and discover the
+# perspectives on a claim. Without a stance model in models/, it first trains one with the
+# fast recipe (about 7 min on 2 cores: `perspectrum train stance --fast`). `perspectrum setup`
+# then builds the indexes and, without the other fine-tuned models, fits light heads on
+# frozen MiniLM embeddings (a few minutes, once; seconds when already done); the stance
+# model answers in place of the light stance head.
 # Needs PERSPECTRUM_DATA (or ../shared/data/perspectrum-v1.0 beside the clone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,4 +16,5 @@ claim="${1:-Animals should have lawful rights}"
 if [ ! -f "${PERSPECTRUM_MODELS:-models}/stance/perspectrum.json" ]; then
     .venv/bin/perspectrum train stance --fast
 fi
+.venv/bin/perspectrum setup
 .venv/bin/perspectrum discover "$claim"

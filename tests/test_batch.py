@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from perspectrum import Pipeline
+from perspectrum import IndexStore, Pipeline, Pool, load_dataset
 from perspectrum.serve.batch import STEPS, BatchClaim, discover_batch, read_claims, read_results
 from perspectrum.cli.app import app
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.pipeline import STAGE_NAMES
-from tests.conftest import CLAIMS, write_dataset
+from tests.conftest import CLAIMS, prepared, write_dataset
 
 runner = CliRunner()
 TEXTS = {cid: text for cid, (text, _, _) in CLAIMS.items()}
@@ -73,7 +73,7 @@ def built(tmp_path_factory) -> Iterator[SimpleNamespace]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("batch")
-    data = write_dataset(root / "data")
+    data = prepared(root)[0]
     factory = functools.partial(Pipeline.load, data, root / "indexes", root / "models", verify=False)
     pipe = factory()
     claims = _jsonl(root / "claims.jsonl", [{"id": cid, "claim": text} for cid, text in TEXTS.items()])
@@ -173,7 +173,9 @@ def test_a_second_writer_is_refused(tmp_path: Path) -> None:
 
 def test_the_python_entry_point_checks_its_arguments(tmp_path: Path) -> None:
     # a pipeline loads nothing until asked, and every check here comes first
-    pipe = Pipeline.load(write_dataset(tmp_path / "data"), tmp_path / "idx", tmp_path / "models", verify=False)
+    dataset = load_dataset(write_dataset(tmp_path / "data"), verify=False)
+    pipe = Pipeline(Pool.from_dataset(dataset, "perspectives"), Pool.from_dataset(dataset, "evidence"),
+                    IndexStore(tmp_path / "idx"), tmp_path / "models")
     claims = _jsonl(tmp_path / "claims.jsonl", [{"claim": "Zoos should be banned"}])
     out = tmp_path / "results.jsonl"
     with pytest.raises(PerspectrumError, match="unknown engine"):

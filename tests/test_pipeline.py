@@ -2,8 +2,8 @@
 own pools and their errors, concurrent calls, and end-to-end scoring.
 
 One module-scoped pipeline over the ten-claim fixture starts with no indexes and no
-models, so building indexes and training light heads on the first call is itself
-under test; later tests reuse what it built.
+models, so refusing the unprepared machine, then preparing it (building indexes, fitting
+light heads) is itself under test; later tests reuse what it built.
 """
 
 from __future__ import annotations
@@ -30,24 +30,59 @@ CLAIM = "Animals should have legal rights"
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
-    """(data folder, index folder, models folder, pipeline) — nothing built beforehand."""
+    """(data folder, index folder, models folder, pipeline) — nothing built beforehand, then
+    the machine prepared as `perspectrum setup` does; ``root/refused.txt`` holds what
+    :meth:`Pipeline.load` said before, and ``root/setup.err`` what preparing printed."""
+    import contextlib
+    import io
+    import time
+
+    from perspectrum.pipeline.pipeline import NotPrepared
+    from perspectrum.train import prepare
+
     root = tmp_path_factory.mktemp("pipeline")
     data_dir = write_dataset(root / "data")
+    started = time.perf_counter()
+    with pytest.raises(NotPrepared) as refused:
+        Pipeline.load(data_dir, root / "indexes", root / "models", verify=False)
+    (root / "refused.txt").write_text(f"{time.perf_counter() - started}\n{refused.value}")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        done = prepare(data_dir, root / "indexes", root / "models", verify=False)
+    (root / "setup.err").write_text(err.getvalue() + json.dumps(done))
     pipe = Pipeline.load(data_dir, root / "indexes", root / "models", verify=False)
     return data_dir, root / "indexes", root / "models", pipe
 
 
-def test_fresh_machine_builds_indexes_trains_light_heads_and_answers(fresh, capsys) -> None:
+def test_an_unprepared_machine_is_refused_at_once_naming_setup(fresh) -> None:
+    root = fresh[0].parent
+    seconds, message = (root / "refused.txt").read_text().split("\n", 1)
+    assert float(seconds) < 1.0
+    assert "\n" not in message and "perspectrum setup" in message and "no models in" in message
+    assert "perspectrum.train" not in message  # one line for a person, no trace
+
+
+def test_setup_builds_indexes_fits_light_heads_and_the_pipeline_answers(fresh) -> None:
     _, indexes, models, pipe = fresh
-    assert not indexes.exists() and not models.exists()
-    result = pipe.discover(CLAIM)
-    assert pipe.system == "light" and result.system == "light"
+    said = (fresh[0].parent / "setup.err").read_text()
+    done = json.loads(said.splitlines()[-1])
+    assert done["models"] == "light heads fitted" and {i["status"] for i in done["indexes"]} == {"built"}
+    assert "perspectrum train all" in said
     assert (models / "light" / "light.json").is_file()
     assert (indexes / "perspectives" / "dense" / "meta.json").is_file()
-    assert "perspectrum train all" in capsys.readouterr().err
+    result = pipe.discover(CLAIM)
+    assert pipe.system == "light" and result.system == "light"
     assert result.perspectives, "the claim's own gold perspectives are in the pool"
     found = {p.id for cluster in result.perspectives for p in cluster.phrasings}
     assert found & {19, 20, 21}
+
+
+def test_a_second_setup_keeps_what_is_sound(fresh) -> None:
+    from perspectrum.train import prepare
+
+    data_dir, indexes, models, _ = fresh
+    done = prepare(data_dir, indexes, models, verify=False)
+    assert done["models"] == "light heads kept" and {i["status"] for i in done["indexes"]} == {"reused"}
 
 
 def test_a_first_run_keeps_the_dev_choices_for_its_system(fresh) -> None:
@@ -149,13 +184,15 @@ def test_cli_off_topic_claim_gets_one_line_and_an_empty_json_answer(fresh, tmp_p
     assert damaged.exit_code == 1 and "pipeline.json is damaged" in damaged.stderr
 
 
-def test_light_heads_of_another_version_are_fitted_again(fresh, tmp_path: Path, capsys) -> None:
+def test_light_heads_of_another_version_are_refused_then_fitted_again(fresh, tmp_path: Path, capsys) -> None:
     """Heads an older version saved (version 1 kept a pickled evidence head, no ranker) are
-    refit, saying why."""
+    refused by the pipeline, naming `perspectrum setup`, which fits them again, saying why."""
     import shutil
 
-    from perspectrum.models.light_heads import META_FILE, VERSION, LightScorers, StaleHeads
     from perspectrum.models.evidence_ranker import RANKER_FILE
+    from perspectrum.models.light_heads import META_FILE, VERSION, LightScorers, StaleHeads
+    from perspectrum.pipeline.pipeline import NotPrepared
+    from perspectrum.train import prepare
 
     data_dir, indexes, models, pipe = fresh
     copy = shutil.copytree(models / "light", tmp_path / "models" / "light")
@@ -164,10 +201,12 @@ def test_light_heads_of_another_version_are_fitted_again(fresh, tmp_path: Path, 
     (copy / RANKER_FILE).unlink()
     with pytest.raises(StaleHeads, match="another kind or version"):
         LightScorers.load(copy, pipe.store, pipe.evidence_pool)
-    refit = Pipeline.load(data_dir, indexes, tmp_path / "models", verify=False)
-    assert refit.system == "light"
-    assert "another kind or version: training light heads" in capsys.readouterr().err
+    with pytest.raises(NotPrepared, match="another kind or version; run `perspectrum setup`"):
+        Pipeline.load(data_dir, indexes, tmp_path / "models", verify=False)
+    assert prepare(data_dir, indexes, tmp_path / "models", verify=False)["models"] == "light heads fitted"
+    assert "another kind or version: fitting light heads" in capsys.readouterr().err
     assert json.loads((copy / META_FILE).read_text())["version"] == VERSION and (copy / RANKER_FILE).is_file()
+    assert Pipeline.load(data_dir, indexes, tmp_path / "models", verify=False).system == "light"
 
 
 def test_a_fine_tuned_stance_model_answers_in_place_of_the_light_head(fresh, trained_dir, tmp_path: Path) -> None:

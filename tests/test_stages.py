@@ -8,11 +8,7 @@ case small enough to work out by hand.
 
 from __future__ import annotations
 
-import ast
-import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -285,25 +281,3 @@ def test_caching_scorers_answer_as_the_inner_ones_and_call_them_once() -> None:
     pairs = [("c", TEXTS[1]), ("c", TEXTS[3]), ("c", TEXTS[1])]
     assert cached.stance(pairs).tolist() == stance(pairs).tolist()
     assert cached.stance(pairs[:2]).tolist() == [0.9, 0.2] and calls == [[("c", TEXTS[1]), ("c", TEXTS[3])]]
-
-
-# ---------------------------------------------------------------------- boundaries
-RUNTIME_EXEMPT = {"cli.py", "training.py", "light_training.py"}
-
-
-def test_no_runtime_module_imports_the_evaluation_package() -> None:
-    root = Path(perspectrum.__file__).parent
-    offenders = []
-    for path in root.rglob("*.py"):
-        relative = path.relative_to(root)
-        if relative.parts[0] == "eval" or str(relative) in RUNTIME_EXEMPT:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
-                [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            offenders += [f"{relative}: {n}" for n in names if n.startswith("perspectrum.eval")]
-    assert offenders == []
-    code = ("import sys, perspectrum, perspectrum.pipeline.pipeline, perspectrum.models.light_heads, perspectrum.cli.display, "
-            "perspectrum.pipeline.stages; print(sorted(m for m in sys.modules if m.startswith('perspectrum.eval')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"

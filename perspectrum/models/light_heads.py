@@ -39,12 +39,13 @@ import numpy as np
 
 from perspectrum import integrity
 from perspectrum._io import tidy
+from perspectrum.config import LIGHT_FOLDER
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.index.store import IndexStore
 from perspectrum.models.evidence_ranker import DEPTH, RANKER_FILE, Debate, EvidenceRanker, Featurizer, Key, WindowJob
-from perspectrum.models.scorers import (CROSS_ENCODED, STAGES, Pair, Triple, check_settings, fine_tuned, merge_pipeline_file,
-                                 model_scores, stored_settings)
+from perspectrum.models.scorers import (CROSS_ENCODED, STAGES, Pair, Triple, check_settings, fine_tuned,
+                                        merge_pipeline_file, model_scores, models_present, stored_settings)
 
 HEADS_FILE = "heads.npz"
 META_FILE = "light.json"
@@ -140,9 +141,8 @@ class LinearHead:
 
 
 class StaleHeads(PerspectrumError):
-    """Light heads made by another version or for another encoder, or damaged: refit them
-    (the pipeline does, saying so), since they can no longer be trusted to mean what
-    they learned."""
+    """Light heads made by another version or for another encoder, or damaged: fit them again
+    (``perspectrum setup`` does), since they can no longer be trusted to mean what they learned."""
 
 
 def _embedder(store: IndexStore, texts: Sequence[str]) -> Callable[[Sequence[str]], np.ndarray]:
@@ -269,6 +269,29 @@ class LightScorers:
                 settings[task] = stored_settings(Path(models_dir), task, read_meta(models_dir, task))
         merge_pipeline_file(settings, folder)
         return cls(heads, ranker, settings, store, evidence, trained)
+
+
+def unprepared(models_dir: str | Path) -> str | None:
+    """Why ``models_dir`` cannot answer yet, in a few words, or ``None`` when it can: the four
+    fine-tuned models, or light heads of this version (checked in full when loaded).
+
+    Reads one small JSON file at most, so a pipeline can refuse an unprepared machine at
+    once instead of on its first call.
+    """
+    models_dir = Path(models_dir)
+    if models_present(models_dir):
+        return None
+    folder = models_dir / LIGHT_FOLDER
+    present = fine_tuned(models_dir)
+    if not (folder / META_FILE).is_file():
+        return (f"only the {', '.join(present)} model(s) of the four in {models_dir}, and no light heads" if present
+                else f"no models in {models_dir}")
+    try:
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        current = isinstance(meta, dict) and meta.get("kind") == LightScorers.kind and meta.get("version") == VERSION
+    except (OSError, ValueError) as exc:
+        return f"the light heads in {folder} are damaged ({exc})".splitlines()[0]
+    return None if current else f"the light heads in {folder} are of another kind or version"
 
 
 def replacing(models_dir: str | Path) -> tuple[str, ...]:

@@ -17,8 +17,10 @@ for a whole batch):
 
 Which models answer is decided once, lazily: a :class:`~perspectrum.models.scorers.Scorers`
 handed in, else the fine-tuned ones in ``models/`` when all four are there, else light
-heads on frozen MiniLM embeddings (trained on the first run), with any fine-tuned
-relevance, stance or equivalence model answering in place of its head.
+heads on frozen MiniLM embeddings, with any fine-tuned relevance, stance or equivalence
+model answering in place of its head. The pipeline never trains or tunes: a machine with
+neither is refused at once (:class:`NotPrepared`) until ``perspectrum setup``
+(:func:`perspectrum.train.prepare.prepare`) has fitted the light heads.
 """
 
 from __future__ import annotations
@@ -33,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from perspectrum import config as folders
-from perspectrum._progress import say
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.text.document import check_document
 from perspectrum.index.store import DEFAULT_BACKEND, IndexStore
-from perspectrum.text.matching import ArgumentMatch, MatchSettings, check_arguments, match
+from perspectrum.text.matching import ArgumentMatch, MatchSettings, check_arguments
+from perspectrum.text.matching import match as match_arguments
 from perspectrum.text.mining import MinedUnit, MineSettings, mine
 from perspectrum.pipeline.results import (
     SCHEMA_VERSION,
@@ -53,8 +55,8 @@ from perspectrum.index.search import HybridSearcher
 from perspectrum.pipeline.stages import EVIDENCE_STAGES, ORDER, ClaimState, Context, Stage, configure
 from perspectrum.text.sentences import checked
 
-__all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery", "EvidenceHit", "Phrasing",
-           "Pipeline", "PipelineConfig", "check_claim", "own_store"]
+__all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery", "EvidenceHit", "NotPrepared",
+           "Phrasing", "Pipeline", "PipelineConfig", "check_claim", "check_prepared", "own_store"]
 
 #: Longest claim accepted, in characters (claims in PERSPECTRUM are under 300).
 MAX_CLAIM_CHARS = 1000
@@ -64,6 +66,26 @@ STAGE_NAMES = tuple(stage.name for stage in ORDER)
 
 class ClaimError(PerspectrumError):
     """A claim that cannot be searched for (empty, too long, not text). The CLI exits 2."""
+
+
+class NotPrepared(PerspectrumError):
+    """No models to answer with: neither the four fine-tuned models nor light heads of this
+    version. ``perspectrum setup`` prepares the machine (the CLI's ``discover`` and ``serve``
+    run it first, saying so)."""
+
+
+#: How a machine gets its models, named in every :class:`NotPrepared` message.
+SETUP_HINT = ("run `perspectrum setup` (builds the indexes and fits light heads, a few minutes once) "
+              "or `perspectrum train all`")
+
+
+def check_prepared(models_dir: str | Path) -> None:
+    """Refuse, in one line naming ``perspectrum setup``, a models folder that cannot answer."""
+    from perspectrum.models.light_heads import unprepared
+
+    problem = unprepared(models_dir)
+    if problem is not None:
+        raise NotPrepared(f"this machine is not prepared: {problem}; {SETUP_HINT}")
 
 
 def check_claim(claim: Any) -> str:
@@ -171,13 +193,10 @@ class Pipeline:
 
     def __init__(self, perspectives: Pool, evidence: Pool, store: IndexStore, models_dir: str | Path | None = None,
                  config: PipelineConfig | None = None, data_dir: str | Path | None = None,
-                 show_progress: bool = False, data_store: IndexStore | None = None,
-                 scorers: Scorers | None = None) -> None:
+                 show_progress: bool = False, scorers: Scorers | None = None) -> None:
         self.perspectives = perspectives
         self.evidence_pool = evidence
         self.store = store
-        #: PERSPECTRUM's own indexes, which light heads are trained with (own pools have another store)
-        self.data_store = data_store or store
         self.models_dir = folders.models_dir(models_dir)
         self.config = config or PipelineConfig()
         self.data_dir = data_dir
@@ -197,15 +216,18 @@ class Pipeline:
         Folders resolve as the CLI's do: ``index_dir`` or ``$PERSPECTRUM_INDEXES`` or
         ``./indexes``; ``models_dir`` or ``$PERSPECTRUM_MODELS`` or ``./models``.
         ``backend`` picks the search engines (:data:`perspectrum.index.store.BACKENDS`); models
-        trained with one backend's indexes serve with any other's.
+        trained with one backend's indexes serve with any other's. Without ``scorers``, a
+        models folder that cannot answer (no fine-tuned models, no light heads) is refused
+        at once with :class:`NotPrepared`, naming ``perspectrum setup``.
         """
         from perspectrum.data import load_dataset
 
+        if scorers is None:
+            check_prepared(folders.models_dir(models_dir))
         dataset = load_dataset(data_dir, verify=verify)
         store = IndexStore(folders.index_dir(index_dir), backend=backend, milvus_uri=milvus_uri)
         return cls(Pool.from_dataset(dataset, "perspectives"), Pool.from_dataset(dataset, "evidence"),
-                   store, models_dir, config, data_dir, show_progress, scorers=scorers,
-                   data_store=None if backend == DEFAULT_BACKEND else IndexStore(store.root))
+                   store, models_dir, config, data_dir, show_progress, scorers=scorers)
 
     @classmethod
     def from_pools(cls, perspectives: Pool | str | Path, evidence: Pool | str | Path,
@@ -218,9 +240,12 @@ class Pipeline:
 
         Their indexes live under ``<index_dir>/own/<key>/``, one folder per pair of pool
         files (or, for pools given as objects, of pool contents), so they never replace
-        PERSPECTRUM's; ``perspectrum pool add|remove`` updates them in place. The models are the ones trained
-        on PERSPECTRUM (light heads need its data, via ``data_dir`` or ``$PERSPECTRUM_DATA``).
+        PERSPECTRUM's; ``perspectrum pool add|remove`` updates them in place, and a missing one is
+        built on first use. The models are the ones trained on PERSPECTRUM (``perspectrum setup``
+        fits light heads from its data).
         """
+        if scorers is None:
+            check_prepared(folders.models_dir(models_dir))
         pools = [p if isinstance(p, Pool) else Pool.from_jsonl(p, name)
                  for p, name in ((perspectives, "perspectives"), (evidence, "evidence"))]
         pools = [Pool(name, p.ids, p.texts) for p, name in zip(pools, ("perspectives", "evidence"))]
@@ -228,38 +253,23 @@ class Pipeline:
         files = None if isinstance(perspectives, Pool) or isinstance(evidence, Pool) else \
             (Path(perspectives).expanduser(), Path(evidence).expanduser())
         return cls(*pools, own_store(store, *pools, files), models_dir, config, data_dir, show_progress,
-                   data_store=IndexStore(store.root), scorers=scorers)
+                   scorers=scorers)
 
     # --------------------------------------------------------------- loading
     def _scorers(self) -> Scorers:
         from perspectrum.models.light_heads import LightScorers, StaleHeads
-        from perspectrum.models.scorers import TrainedScorers, fine_tuned, models_present
+        from perspectrum.models.scorers import TrainedScorers, models_present
 
         if self._scorers_given is not None:
             return self._scorers_given
         if models_present(self.models_dir):
             return TrainedScorers(self.models_dir, self.store, self.evidence_pool)
-        light = self.models_dir / folders.LIGHT_FOLDER
-        present = fine_tuned(self.models_dir)
-        why = (f"only the {', '.join(present)} model(s) of the four in {self.models_dir}" if present
-               else f"no fine-tuned models in {self.models_dir}")
-        if (light / "light.json").is_file():
-            try:
-                return LightScorers.load(light, self.store, self.evidence_pool, self.models_dir)
-            except StaleHeads as exc:
-                why = str(exc)
-        say(f"{why}: training light heads on frozen MiniLM embeddings "
-            "(a few minutes, once); run `perspectrum train all` for the accurate models")
-        from perspectrum.data import load_dataset
-        from perspectrum.train.light_heads import train_light, tune_light
-
-        started = time.perf_counter()
-        dataset = load_dataset(self.data_dir, verify=False)
-        train_light(dataset, self.data_store, light, show_progress=self.show_progress)
-        tune_light(dataset, self.data_store, self.models_dir, show_progress=self.show_progress)
-        say(f"light heads trained and the pipeline tuned on dev in {time.perf_counter() - started:.0f} s, "
-            f"saved to {light}")
-        return LightScorers.load(light, self.store, self.evidence_pool, self.models_dir)
+        check_prepared(self.models_dir)
+        try:
+            return LightScorers.load(self.models_dir / folders.LIGHT_FOLDER, self.store, self.evidence_pool,
+                                     self.models_dir)
+        except StaleHeads as exc:
+            raise NotPrepared(f"{exc}; {SETUP_HINT}") from None
 
     def _get(self) -> _Ready:
         with self._lock:
@@ -296,7 +306,7 @@ class Pipeline:
         """A pipeline over the same pools and indexes with other settings (and, optionally,
         other scorers); this one's loaded models are shared unless ``scorers`` is given."""
         return Pipeline(self.perspectives, self.evidence_pool, self.store, self.models_dir, config, self.data_dir,
-                        self.show_progress, self.data_store, scorers if scorers is not None else self.scorers)
+                        self.show_progress, scorers if scorers is not None else self.scorers)
 
     @property
     def settings(self) -> dict[str, dict[str, Any]]:
@@ -338,19 +348,30 @@ class Pipeline:
         return mine(text, claim, context.scorers, context.dense.encoder, self.settings["stance"]["threshold"],
                     settings or MineSettings())
 
-    def match(self, text: str, claim: str, arguments: Sequence[str] | None = None,
-              settings: MatchSettings | None = None) -> list[ArgumentMatch]:
+    def match(self, text: str | Sequence[str], claim: str | None = None, arguments: Sequence[str] | None = None,
+              settings: MatchSettings | None = None) -> list[ArgumentMatch] | list[list[ArgumentMatch]]:
         """Which ``arguments`` ``text`` makes, in the order given, each with its best
         sentence (see :mod:`perspectrum.text.matching`). Without ``arguments``, the claim's
-        perspectives as :meth:`discover` finds them (each cluster's first phrasing)."""
-        text, claim = check_document(text), check_claim(claim)
+        perspectives as :meth:`discover` finds them (each cluster's first phrasing); with
+        them, no claim is needed. ``text`` may be a list of texts: the answer is then one
+        list per text, every text checked before any work starts."""
+        many = not isinstance(text, str)
+        if many and (isinstance(text, bytes) or not isinstance(text, Iterable)):
+            raise PerspectrumError(f"match takes a text or a list of texts, not {type(text).__name__}")
+        texts = [check_document(t) for t in (text if many else [text])]
         if arguments is None:
-            arguments = [found.text for found in self.discover(claim, evidence=False).perspectives]
+            if claim is None:
+                raise PerspectrumError("give the arguments to look for, or a claim whose perspectives are the arguments")
+            arguments = [found.text for found in self.discover(check_claim(claim), evidence=False).perspectives]
             if not arguments:
                 raise PerspectrumError("no perspectives were found for the claim to match against; "
                                        "give the arguments to look for")
-        return match(text, check_arguments(arguments), self._get().context.dense.encoder,
-                     settings or MatchSettings())
+        elif claim is not None:
+            check_claim(claim)
+        arguments = check_arguments(arguments)
+        encoder = self._get().context.dense.encoder
+        found = [match_arguments(t, arguments, encoder, settings or MatchSettings()) for t in texts]
+        return found if many else found[0]
 
     def run_stages(self, claims: Sequence[str], until: str = STAGE_NAMES[-1]) -> list[ClaimState]:
         """Every claim's state after the stages up to and including ``until``, unrounded
