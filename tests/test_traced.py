@@ -14,7 +14,8 @@ import pytest
 
 from perspectrum import integrity
 from perspectrum.encoders import traced
-from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel, TrainParams
+from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel
+from perspectrum.train.fine_tune import TrainParams
 from perspectrum.encoders.bi_encoder import default_encoder_path, transformers_classes
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from perspectrum.encoders.base_models import MINILM, MPNET, base_folder
-from perspectrum.encoders.cross_encoder import CrossEncoderModel, TrainParams, fine_tune
+from perspectrum.encoders.cross_encoder import CrossEncoderModel
+from perspectrum.train.fine_tune import TrainParams, fine_tune
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval import trained
 from perspectrum.eval.ir import percent
