@@ -22,5 +22,6 @@ __all__ = [
     "Pipeline",
     "PipelineConfig",
     "Pool",
+    "__version__",
     "load_dataset",
 ]
