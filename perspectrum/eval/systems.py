@@ -193,7 +193,7 @@ class PipelineSystem:
       shown, never which paragraphs, so it is not run);
     - mine, match: :meth:`~perspectrum.pipeline.pipeline.Pipeline.mine` and
       :meth:`~perspectrum.pipeline.pipeline.Pipeline.match` on each text, when ``tasks`` names them
-      (``evaluate --system trained`` scores the chain; `eval/text_tasks.py` scores these
+      (``evaluate --system trained`` scores the chain; `python -m benchmarks.text_tasks` scores these
       two beside their baselines, with the same scorers).
 
     Perspectives are put in the order relevance ranked them when this system kept them

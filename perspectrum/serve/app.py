@@ -34,17 +34,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
-from fastapi.staticfiles import StaticFiles
-from fastapi_offline import FastAPIOffline
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from perspectrum.errors import PerspectrumError, missing_extra
+
+try:  # the serve extra; without it `perspectrum serve` says so in one line (MissingExtra)
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+    from fastapi.staticfiles import StaticFiles
+    from fastapi_offline import FastAPIOffline
+    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+    from pydantic import BaseModel, ConfigDict, Field, model_validator
+    import uvicorn  # noqa: F401 - the CLI serves this app with it; checked here with the rest of the extra
+except ModuleNotFoundError as exc:
+    raise missing_extra("perspectrum serve", "serve", exc) from None
 
 from perspectrum._version import __version__
 from perspectrum.data import Dataset, Pool
-from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.pipeline import MAX_CLAIM_CHARS, STAGE_NAMES, ClaimError, Pipeline, check_claim
 from perspectrum.index.search import MAX_QUERY_CHARS, HybridSearcher, check_query
 

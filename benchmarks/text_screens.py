@@ -1,6 +1,6 @@
 """Draw the README's `mine` and `match` screens: what the commands print, with their colours.
 
-    python eval/text_screens.py     # → docs/mine.svg, docs/match.svg (and the text, printed)
+    python -m benchmarks.text_screens  # → docs/mine.svg, docs/match.svg (and the text, printed)
 
 Runs the same display functions as `perspectrum mine` and `perspectrum match` on the
 example essay in docs/examples/ (written for this README, not taken from PERSPECTRUM),

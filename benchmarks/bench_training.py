@@ -1,6 +1,6 @@
 """How fast can a task's model train, and what does each saving cost on dev?
 
-    python eval/bench_training.py TASK VARIANT [VARIANT ...] [--json eval/results/TASK_training.json]
+    python -m benchmarks.bench_training TASK VARIANT [VARIANT ...] [--json eval/results/TASK_training.json]
 
 `train all` must fit in 30 minutes on 2 cores (issue 13); the last one took 103 minutes
 of training (`eval/results/train_all.json`), the MPNet stance model 41 of them. Each
@@ -18,20 +18,18 @@ import argparse
 import json
 import os
 import platform
-import sys
 import tempfile
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 from perspectrum import config as folders
-from perspectrum._io import write_json  # noqa: E402
-from perspectrum.data import data_checksum, load_dataset  # noqa: E402
+from perspectrum._io import write_json
+from perspectrum.data import data_checksum, load_dataset
 from perspectrum.index.store import IndexStore
-from perspectrum.train.tasks import CONFIGS, TaskConfig, train_task  # noqa: E402
+from perspectrum.train.tasks import CONFIGS, TaskConfig, train_task
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Changes to the shipped recipe's training settings, by variant name.
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -60,7 +58,7 @@ def main() -> None:
     shipped = CONFIGS[args.task]
     models = folders.models_dir(None)
     record = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {
-        "command": f"python eval/bench_training.py {args.task} VARIANT ...", "split": "dev",
+        "command": f"python -m benchmarks.bench_training {args.task} VARIANT ...", "split": "dev",
         "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})",
         "shipped": shipped.params.to_dict(), "variants": {}}
     for name in args.variants:

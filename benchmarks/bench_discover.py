@@ -1,6 +1,7 @@
 """Benchmark `discover`: latency per stage and end to end, cold start, memory, throughput.
 
-    python eval/bench_discover.py [--split test] [--batch-size 16] [--cold-runs 5] [--json eval/results/bench_discover.json]
+    python -m benchmarks.bench_discover [--split test] [--batch-size 16] [--cold-runs 5]
+                                        [--json eval/results/bench_discover.json]
 
 - cold start: a fresh Python process imports perspectrum, loads the pipeline and opens
   every index and model (``Pipeline.warm_up``), with indexes and models already built
@@ -24,13 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from perspectrum._io import write_json
+from perspectrum._progress import progress
+from perspectrum.data import load_dataset
+from perspectrum.pipeline.pipeline import Pipeline
 
-from perspectrum._io import write_json  # noqa: E402
-from perspectrum._progress import progress  # noqa: E402
-from perspectrum.data import load_dataset  # noqa: E402
-from perspectrum.pipeline.pipeline import Pipeline  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 COLD = ("import time; t = time.perf_counter(); from perspectrum import Pipeline; "
         "p = Pipeline.load(); p.warm_up(); print(time.perf_counter() - t)")
@@ -71,7 +71,7 @@ def main() -> None:
     args = parser.parse_args()
     os.chdir(ROOT)
     claims = [c.text for c in load_dataset().split(args.split)]
-    result: dict[str, object] = {"command": " ".join(["python eval/bench_discover.py", *sys.argv[1:]]),
+    result: dict[str, object] = {"command": " ".join(["python -m benchmarks.bench_discover", *sys.argv[1:]]),
                                  "split": args.split, "claims": len(claims),
                                  "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})"}
     result["cold_start"] = cold_start(claims[0], args.cold_runs)

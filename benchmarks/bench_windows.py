@@ -1,13 +1,13 @@
 """Does the window verifier verify? Two checks of the 3-sentence window scores on dev.
 
-    python eval/bench_windows.py [--models-dir models] [--json FILE]
+    python -m benchmarks.bench_windows [--models-dir models] [--json FILE]
 
 - separation: for every dev gold cluster with evidence, each paragraph of the cluster's
   candidates as the evidence ranker retrieves them (its hybrid top-20, what `discover`
   reads) gets its best window's score (windows every 2 sentences, as `discover` reads
   them); ROC AUC of that score, gold against non-gold, pooled over the clusters.
 - highlight: on the hand-labelled dev pairs of ``eval/window_labels.json`` (see
-  ``eval/window_sample.py``; 47 of the 50 have a sentence that states the cluster's point),
+  ``python -m benchmarks.window_sample``; 47 of the 50 have a sentence that states the cluster's point),
   the share whose best-scored window holds the sentence that states it most directly
   (strict) or any sentence that states it (lenient); beside each, the share for always the
   first window and for a window picked at random (expected), which a verifier must beat.
@@ -29,16 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from perspectrum._io import write_json
+from perspectrum.data import Dataset, load_dataset
+from perspectrum.pipeline.pipeline import Pipeline
+from perspectrum.models.evidence_ranker import Debate, Featurizer, WindowJob
+from perspectrum.models.rules import EVIDENCE_STRIDE
+from perspectrum.models.scorers import Scorers
+from perspectrum.text.sentences import WINDOW, sentences, window_starts
 
-from perspectrum._io import write_json  # noqa: E402
-from perspectrum.data import Dataset, load_dataset  # noqa: E402
-from perspectrum.pipeline.pipeline import Pipeline  # noqa: E402
-from perspectrum.models.evidence_ranker import Debate, Featurizer, WindowJob  # noqa: E402
-from perspectrum.models.rules import EVIDENCE_STRIDE  # noqa: E402
-from perspectrum.models.scorers import Scorers  # noqa: E402
-from perspectrum.text.sentences import WINDOW, sentences, window_starts  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 LABELS = ROOT / "eval" / "window_labels.json"
 
@@ -108,7 +107,7 @@ def main() -> None:
     pipe = Pipeline.load(models_dir=args.models_dir, show_progress=True)
     scorers = pipe.scorers
     started = time.perf_counter()
-    result: dict[str, object] = {"command": " ".join(["python eval/bench_windows.py", *sys.argv[1:]]),
+    result: dict[str, object] = {"command": " ".join(["python -m benchmarks.bench_windows", *sys.argv[1:]]),
                                  "scorer": "verifier", "models": pipe.system, "split": "dev", "stride": EVIDENCE_STRIDE,
                                  "highlight": highlight(dataset, scorers)}  # type: ignore[arg-type]
     print("highlight:", result["highlight"], flush=True)

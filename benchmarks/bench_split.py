@@ -1,6 +1,6 @@
 """Time sentence splitting of long paragraphs: pysbd in one pass against the capped pieces.
 
-    python eval/bench_split.py [--json eval/results/bench_split.json]
+    python -m benchmarks.bench_split [--json eval/results/bench_split.json]
 
 Two kinds of long paragraph, each cut to 25, 100 and 200 thousand characters: what a
 user's pool holding a whole document as one record looks like. "distinct" is
@@ -21,12 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 from perspectrum.text import sentences as text
-from perspectrum._io import write_json  # noqa: E402
-from perspectrum.data import load_dataset  # noqa: E402
+from perspectrum._io import write_json
+from perspectrum.data import load_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LENGTHS = (25_000, 100_000, 200_000)
 
@@ -52,7 +51,7 @@ def main() -> None:
                      "one_pass_sentences": len(one_pass), "pieces_s": round(capped, 2), "pieces_sentences": len(pieces),
                      "same_sentences": list(pieces) == one_pass})
         print(rows[-1], flush=True)
-    result = {"command": " ".join(["python eval/bench_split.py", *sys.argv[1:]]),
+    result = {"command": " ".join(["python -m benchmarks.bench_split", *sys.argv[1:]]),
               "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})",
               "max_split_chars": text.MAX_SPLIT_CHARS, "lengths": rows}
     print(f"wrote {write_json(args.json, result)}")

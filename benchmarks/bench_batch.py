@@ -1,6 +1,7 @@
 """Benchmark `discover-batch`: the local engine against Ray with 1 and 2 workers per stage.
 
-    python eval/bench_batch.py [--limit 200] [--split test] [--batch-size 16] [--json eval/results/bench_batch.json]
+    python -m benchmarks.bench_batch [--limit 200] [--split test] [--batch-size 16]
+                                     [--json eval/results/bench_batch.json]
 
 Over the first ``--limit`` claims of a split (read from ``$PERSPECTRUM_DATA`` or
 ``--data-dir``), each engine writes a fresh results file in a temporary folder:
@@ -32,13 +33,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from perspectrum._io import write_json
+from perspectrum.serve.batch import STEPS, discover_batch
+from perspectrum.data import load_dataset
+from perspectrum.pipeline.pipeline import Pipeline
 
-from perspectrum._io import write_json  # noqa: E402
-from perspectrum.serve.batch import STEPS, discover_batch  # noqa: E402
-from perspectrum.data import load_dataset  # noqa: E402
-from perspectrum.pipeline.pipeline import Pipeline  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 #: (name, engine, workers per step, cores: None for all) of each timed run, in running order.
 RUNS = (("local", "local", 1, None), ("ray_1", "ray", 1, 1), ("ray_2", "ray", 2, None),
@@ -89,7 +89,7 @@ def main() -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     every_core = sorted(os.sched_getaffinity(0))
     result: dict[str, Any] = {
-        "command": " ".join(["python eval/bench_batch.py", *sys.argv[1:]]),
+        "command": " ".join(["python -m benchmarks.bench_batch", *sys.argv[1:]]),
         "split": args.split, "claims": len(claims), "batch_size": args.batch_size,
         "machine": {"cores": os.cpu_count(), "cpu_model": cpu_model(), "arch": platform.machine(),
                     "torch_threads_local": torch.get_num_threads()},

@@ -1,15 +1,15 @@
 """Compare the cold start of two checkouts, run in turn so drift in the machine's speed hits both.
 
-    python eval/bench_cold.py --runs 10 --json eval/results/cold_start.json \
+    python -m benchmarks.bench_cold --runs 10 --json eval/results/cold_start.json \
         --side before /path/to/old/checkout /old/indexes /old/models /old/cache \
         --side after  .                      /new/indexes /new/models /new/cache
 
 Each side is a checkout with its own indexes, models and traced-copy cache (each version
 keeps its own formats). A run is a fresh process that imports perspectrum, loads the
-pipeline and opens every index and model (``Pipeline.warm_up``), as ``bench_discover.py``
-measures it: the seconds the process reports for that, and its whole wall time. Sides
-alternate run by run (A B A B …), one run of each first to warm the file cache; the
-figures are medians, and the ratio is taken pair by pair.
+pipeline and opens every index and model (``Pipeline.warm_up``), as
+``python -m benchmarks.bench_discover`` measures it: the seconds the process reports for
+that, and its whole wall time. Sides alternate run by run (A B A B …), one run of each
+first to warm the file cache; the figures are medians, and the ratio is taken pair by pair.
 """
 
 from __future__ import annotations
@@ -24,12 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.bench_discover import COLD  # the same measure as there
+from perspectrum._io import write_json
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench_discover import COLD  # noqa: E402  (the same measure as there)
-
-from perspectrum._io import write_json  # noqa: E402
 
 
 def run(checkout: Path, env: dict[str, str]) -> tuple[float, float]:
@@ -62,7 +60,7 @@ def main() -> None:
             figures[name].append(run(checkout, env))
     (a, _, _), (b, _, _) = sides
     result: dict[str, object] = {
-        "command": " ".join(["python eval/bench_cold.py", *sys.argv[1:]]),
+        "command": " ".join(["python -m benchmarks.bench_cold", *sys.argv[1:]]),
         "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})", "runs": args.runs,
         **{name: {"import_and_load_s": round(float(np.median([r for r, _ in runs])), 3),
                   "process_s": round(float(np.median([w for _, w in runs])), 3),

@@ -2,7 +2,7 @@
 
 Run from the repository root with PERSPECTRUM_DATA set::
 
-    python eval/bench_index.py --json eval/results/index_build.json
+    python -m benchmarks.bench_index --json eval/results/index_build.json
 
 Builds into a fresh temporary folder (your ``indexes/`` is left alone), then times
 ``perspectrum index build`` as a user runs it, a second time, over that folder.
@@ -43,7 +43,7 @@ def main() -> None:
                        check=True, capture_output=True)
         reuse = time.perf_counter() - start
     result = {
-        "command": "python eval/bench_index.py",
+        "command": "python -m benchmarks.bench_index",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "cold_build": builds,
         "cold_build_total_seconds": round(sum(b["seconds"] for b in builds.values()), 1),

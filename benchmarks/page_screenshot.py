@@ -1,8 +1,8 @@
 """The README's picture of the page: a real `perspectrum serve`, one claim, Debian's chromium.
 
-    python eval/page_screenshot.py "claim" [--out docs/page.png] [--width 1280] [--height 1100]
+    python -m benchmarks.page_screenshot "claim" [--out docs/page.png] [--width 1280] [--height 1100]
 
-Starts the server as ``eval/bench_serve.py`` does (the models and indexes `discover`
+Starts the server as ``python -m benchmarks.bench_serve`` does (the models and indexes `discover`
 would use), opens the claim's permalink in headless chromium driven by selenium, waits
 for the answer, opens the first cluster's other phrasings and saves a PNG of the window.
 """
@@ -10,13 +10,10 @@ for the answer, opens the first cluster's other phrasings and saves a PNG of the
 from __future__ import annotations
 
 import argparse
-import sys
 import urllib.parse
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_serve import ROOT, start_server  # noqa: E402
+from benchmarks.bench_serve import ROOT, start_server
 
 
 def main() -> None:

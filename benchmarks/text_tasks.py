@@ -1,7 +1,7 @@
 """Tune and score `mine` and `match` on PERSPECTRUM (dev-tuned; the split named scored once).
 
-    python eval/text_tasks.py mine --split dev     # tune on dev → eval/results/mine_dev.json
-    python eval/text_tasks.py mine --split test    # score test with dev's choice → eval/results/mine_test.json
+    python -m benchmarks.text_tasks mine --split dev   # tune on dev → eval/results/mine_dev.json
+    python -m benchmarks.text_tasks mine --split test  # score test with dev's choice → eval/results/mine_test.json
 
 What each measures is in :mod:`perspectrum.eval.mining` and :mod:`perspectrum.eval.matching`.
 The settings dev chooses are the defaults of :class:`perspectrum.text.mining.MineSettings` and
@@ -24,7 +24,7 @@ from perspectrum.text.matching import MatchSettings
 from perspectrum.text.mining import MineSettings
 from perspectrum.pipeline.pipeline import Pipeline
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "eval" / "results"
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 Run from the repository root with PERSPECTRUM_DATA set (nothing else running: it times)::
 
-    python eval/bench_scale.py --json eval/results/bench_scale.json --plot eval/results/bench_scale.png
+    python -m benchmarks.bench_scale --json eval/results/bench_scale.json --plot eval/results/bench_scale.png
 
 The pools are PERSPECTRUM's 11,112 perspectives (the first 10k for the smallest) plus
 generated sentences: the first half of one real sentence joined to the second half of
@@ -201,7 +201,7 @@ def main() -> None:
     real_vectors = encoder.encode(list(real.texts), 64)
     query_vectors = encoder.encode(claims, 64)
     result: dict[str, Any] = {
-        "command": "python eval/bench_scale.py",
+        "command": "python -m benchmarks.bench_scale",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "cpu": platform.processor()},
         "settings": {"k": K, "queries": QUERIES, "dense": DenseParams().__dict__},
         "encode_seconds": round(time.perf_counter() - started, 1),

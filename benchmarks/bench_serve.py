@@ -1,7 +1,7 @@
 """Load-test `perspectrum serve` on loopback, bounded: a fixed number of requests, a time limit.
 
-    python eval/bench_serve.py [--requests 200] [--concurrency 8] [--workers 2] [--split dev] [--distinct N]
-                               [--time-limit 1800] [--json eval/results/bench_serve.json]
+    python -m benchmarks.bench_serve [--requests 200] [--concurrency 8] [--workers 2] [--split dev] [--distinct N]
+                                     [--time-limit 1800] [--json eval/results/bench_serve.json]
 
 1. starts a real `perspectrum serve --port 0` (the models and indexes `discover` would use)
    and waits for ``/health``;
@@ -37,12 +37,11 @@ from typing import Any
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from perspectrum._io import write_json
+from perspectrum.data import load_dataset
+from perspectrum.pipeline.pipeline import Pipeline
 
-from perspectrum._io import write_json  # noqa: E402
-from perspectrum.data import load_dataset  # noqa: E402
-from perspectrum.pipeline.pipeline import Pipeline  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _latency(values: list[float]) -> dict[str, float]:
@@ -100,7 +99,7 @@ def main() -> None:
     asked = (claims * (args.requests // len(claims) + 1))[:args.requests]
     random.Random(args.seed).shuffle(asked)
     result: dict[str, Any] = {
-        "command": " ".join(["python eval/bench_serve.py", *sys.argv[1:]]), "split": args.split,
+        "command": " ".join(["python -m benchmarks.bench_serve", *sys.argv[1:]]), "split": args.split,
         "distinct_claims": len(claims), "requests": args.requests, "concurrency": args.concurrency,
         "server": {"workers": args.workers, "queue": args.queue},
         "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()}, {platform.processor() or 'cpu'})"}

@@ -1,6 +1,6 @@
 """Would a reader trained on PERSPECTRUM's evidence links lift `match`'s recall? A dev-only study.
 
-    python eval/match_trained.py      # → eval/results/match_trained_dev.json (31 min on 2 cores)
+    python -m benchmarks.match_trained  # → eval/results/match_trained_dev.json (31 min on 2 cores)
 
 `match` misses about a third of the arguments a speech makes (``match_dev.json``), and
 ``match_labels_dev.json`` showed that this recall, not the noisy "not made" labels, keeps it
@@ -40,7 +40,7 @@ from perspectrum.eval.matching import (MatchDocument, Scored, _percent, _searche
 from perspectrum.text.matching import MatchSettings, margins
 from perspectrum.pipeline.pipeline import Pipeline
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "eval" / "results"
 PARAMS = TrainParams(epochs=1, max_length=256, length_batches=True, seed=13)
 NEGATIVES_PER_POSITIVE = 1.0
 THRESHOLDS = tuple(round(float(t), 2) for t in np.arange(0.0, 3.0, 0.01))

@@ -1,6 +1,7 @@
 """Benchmark ways to run the stance model on a CPU: does any make `discover` cheaper?
 
-    python eval/bench_stance_runtime.py [--model models/stance] [--claims 24] [--json eval/results/bench_stance_runtime.json]
+    python -m benchmarks.bench_stance_runtime [--model models/stance] [--claims 24]
+                                              [--json eval/results/bench_stance_runtime.json]
 
 Stance is read for every kept perspective of a claim (up to 30), so the stance model's
 forward pass on one claim's pairs is what `discover` pays for it. This times that pass,
@@ -25,7 +26,6 @@ import argparse
 import copy
 import os
 import platform
-import sys
 import tempfile
 import time
 import warnings
@@ -35,12 +35,11 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from perspectrum._io import write_json
+from perspectrum.encoders.cross_encoder import META_FILE
+from perspectrum.data import load_dataset
 
-from perspectrum._io import write_json  # noqa: E402
-from perspectrum.encoders.cross_encoder import META_FILE  # noqa: E402
-from perspectrum.data import load_dataset  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Most perspectives the pipeline keeps for one claim (PipelineConfig.max_perspectives).
 PER_CLAIM = 30
