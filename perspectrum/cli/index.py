@@ -1,0 +1,77 @@
+"""``perspectrum index build``: build missing or stale indexes, reuse sound ones."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from perspectrum._progress import literal
+from perspectrum.cli._util import (BackendChoice, BackendOpt, DataDir, IndexDir, MilvusUri, NoVerify, OwnEvidence,
+                                   OwnPerspectives, PoolChoice, _own_pools, _pool, _say, _store, console, index_app)
+
+
+class KindChoice(str, Enum):
+    bm25 = "bm25"
+    dense = "dense"
+    all = "all"
+
+
+@index_app.command("build")
+def index_build_cli(
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    pool: Annotated[PoolChoice, typer.Option(help="Which pool to index.")] = PoolChoice.all,
+    kind: Annotated[KindChoice, typer.Option(help="Which kind of index.")] = KindChoice.all,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even when the stored index is sound.")] = False,
+    no_verify: NoVerify = False,
+    perspectives: OwnPerspectives = None,
+    evidence: OwnEvidence = None,
+    backend: BackendOpt = BackendChoice.embedded,
+    milvus_uri: MilvusUri = None,
+) -> None:
+    """Build missing or stale indexes; reuse sound ones (a second run takes seconds).
+
+    With --perspectives and --evidence, index your own pools instead (under
+    <index-dir>/own/, where `perspectrum discover` with the same files finds them).
+    """
+    index_build(data_dir, index_dir, pool=pool.value, kind=kind.value, force=force, verify=not no_verify,
+                perspectives=perspectives, evidence=evidence, backend=backend.value, milvus_uri=milvus_uri)
+
+
+def index_build(data_dir: Path | None = None, index_dir: Path | None = None, pool: str = "all", kind: str = "all",
+                force: bool = False, verify: bool = True, perspectives: Path | None = None,
+                evidence: Path | None = None, backend: str = "embedded", milvus_uri: str | None = None) -> None:
+    """Build the ``pool``'s ``kind`` indexes (``"all"``: every one) that are missing or stale,
+    or every one with ``force``, and print a table of what was built and reused."""
+    from perspectrum.data import POOL_NAMES, load_dataset
+    from perspectrum.index.store import KINDS
+    from perspectrum.pipeline.pipeline import own_store
+
+    own = _own_pools(perspectives, evidence)
+    store = _store(index_dir, backend, milvus_uri)
+    if own is None:
+        dataset = load_dataset(data_dir, verify=verify)
+        pools = {name: (lambda name=name: _pool(dataset, store, name)) for name in POOL_NAMES}
+    else:
+        store = own_store(store, *own, (perspectives, evidence))
+        pools = {"perspectives": lambda: own[0], "evidence": lambda: own[1],
+                 "sentences": lambda: store.sentences(own[1])}
+    table = Table(title=literal(f"indexes in {store.root} ({store.backend} backend)", "table.title"))
+    for column in ("pool", "kind", "documents", "status", "seconds"):
+        table.add_column(column)
+    for pool_name in POOL_NAMES if pool == PoolChoice.all.value else (pool,):
+        docs = pools[pool_name]()
+        for kind_name in KINDS if kind == KindChoice.all.value else (kind,):
+            problem = None if force else store.check(docs, kind_name)
+            if not force and problem is None:
+                table.add_row(pool_name, kind_name, f"{len(docs):,}", "reused", "-")
+                continue
+            if problem:
+                _say(f"{problem}: building it")
+            _, seconds = store.build(docs, kind_name, show_progress=True)
+            table.add_row(pool_name, kind_name, f"{len(docs):,}", "built", f"{seconds:.1f}")
+    console.print(table)

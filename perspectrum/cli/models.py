@@ -1,0 +1,90 @@
+"""``perspectrum models list|export|install``: trained models, shared as one verified bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from perspectrum._progress import literal
+from perspectrum.cli._util import DataDir, ModelsDir, _echo_json, _metric, _models_dir, _say, console, models_app
+from perspectrum.config import LIGHT_FOLDER
+
+
+def _data_checksum(data_dir: Path | None) -> str:
+    """The checksum of the data a bundle's models must have been trained on."""
+    from perspectrum.data import data_checksum, resolve_data_dir
+
+    return data_checksum(resolve_data_dir(data_dir))
+
+
+@models_app.command("list")
+def models_list_cli(
+    models_dir: ModelsDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the inventory as JSON.")] = False,
+) -> None:
+    """What is installed, which system `discover` will use, and how good each model is."""
+    models_list(models_dir, as_json=as_json)
+
+
+def models_list(models_dir: Path | None = None, as_json: bool = False) -> None:
+    """Print the models folder's inventory as a table (or JSON) and the system `discover` uses."""
+    from perspectrum.models.bundle import inventory
+
+    found = inventory(_models_dir(models_dir))
+    if as_json:
+        _echo_json(found)
+        return
+    table = Table(title=literal(f"models in {found['models_dir']}", "table.title"))
+    for column in ("name", "kind", "base", "data checksum", "dev", "test", "MB"):
+        table.add_column(column, overflow="fold")
+    for entry in found["entries"]:
+        dev = entry["dev"] if entry["name"] != LIGHT_FOLDER else None
+        table.add_row(literal(entry["name"]), literal(entry["kind"]),
+                      literal(str(entry["base_model"] or "-").split("/")[-1]),
+                      literal((entry["data_checksum"] or "-")[:12]), _metric(dev), _metric(entry["test"]),
+                      f"{entry['size_bytes'] / 1e6:.1f}")
+    console.print(table)
+    console.print(literal(f"discover uses: {found['system']}"))
+
+
+@models_app.command("export")
+def models_export_cli(
+    out: Annotated[Path, typer.Argument(help="The archive to write (e.g. perspectrum-models.tar.gz).")],
+    models_dir: ModelsDir = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Pack every model folder, the light heads and pipeline.json with a manifest of SHA-256 sums."""
+    models_export(out, models_dir=models_dir, data_dir=data_dir)
+
+
+def models_export(out: Path, models_dir: Path | None = None, data_dir: Path | None = None) -> None:
+    """Write the models folder to the archive ``out`` and say what it holds."""
+    from perspectrum.models.bundle import export_models
+
+    manifest = export_models(_models_dir(models_dir), out, _data_checksum(data_dir), show_progress=True)
+    _say(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {', '.join(manifest['entries'])}; "
+         f"{len(manifest['files'])} files, data {manifest['data_checksum'][:12]}…")
+
+
+@models_app.command("install")
+def models_install_cli(
+    source: Annotated[str, typer.Argument(help="A bundle from `perspectrum models export`: a path, or a "
+                                          "file://, http:// or https:// URL.")],
+    models_dir: ModelsDir = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Verify a bundle (every sum, the version, the data checksum) and swap it in whole."""
+    models_install(source, models_dir=models_dir, data_dir=data_dir)
+
+
+def models_install(source: str, models_dir: Path | None = None, data_dir: Path | None = None) -> None:
+    """Install the bundle at ``source`` (a path or URL) into the models folder and say what came in."""
+    from perspectrum.models.bundle import install_models
+
+    target = _models_dir(models_dir)
+    manifest = install_models(source, target, _data_checksum(data_dir), show_progress=True)
+    _say(f"installed {', '.join(manifest['entries'])} into {target} ({len(manifest['files'])} files "
+         f"verified; made by perspectrum {manifest['perspectrum_version']} on {manifest['created']})")

@@ -1,0 +1,75 @@
+"""``perspectrum serve``: the web page and the HTTP API."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from perspectrum.cli._util import (DataDir, IndexDir, ModelsDir, NoVerify, OwnEvidence, OwnPerspectives, _pipeline,
+                                   app)
+from perspectrum.errors import PerspectrumError
+
+
+@app.command("serve")
+def serve_cli(
+    host: Annotated[str, typer.Option(help="Address to listen on; anything but loopback needs --token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one, printed).")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Threads that run model work.")] = 2,
+    queue: Annotated[int, typer.Option(min=0, max=10_000, help="Requests that may wait for a worker; "
+                                       "past that, 503 with Retry-After.")] = 16,
+    token: Annotated[Optional[str], typer.Option(envvar="PERSPECTRUM_TOKEN", show_envvar=True,
+                                                 help="Bearer token every request but /health must carry.")] = None,
+    cors_origin: Annotated[Optional[list[str]], typer.Option(
+        "--cors-origin", help="An origin whose pages may call the API (repeatable; none by default).")] = None,
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    models_dir: ModelsDir = None,
+    no_verify: NoVerify = False,
+    perspectives: OwnPerspectives = None,
+    evidence: OwnEvidence = None,
+) -> None:
+    """Serve the web page and the HTTP API (/discover, /search, /health, /metrics, /docs).
+
+    The port answers at once; /health says `ready` once every index and model is loaded.
+    """
+    serve(host, port, workers=workers, queue=queue, token=token or None,  # an empty $PERSPECTRUM_TOKEN is no token
+          cors_origins=tuple(cors_origin or ()), data_dir=data_dir, index_dir=index_dir, models_dir=models_dir,
+          verify=not no_verify, perspectives=perspectives, evidence=evidence)
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: int = 16, token: str | None = None,
+          cors_origins: tuple[str, ...] = (), data_dir: Path | None = None, index_dir: Path | None = None,
+          models_dir: Path | None = None, verify: bool = True, perspectives: Path | None = None,
+          evidence: Path | None = None) -> None:
+    """Listen on ``host:port`` (printing the address) and serve until stopped."""
+    import socket
+
+    from perspectrum.serve.app import ServeSettings, check_bind, create_app, example_claims  # first: names a missing extra
+
+    import uvicorn
+
+    check_bind(host, token)
+    settings = ServeSettings(workers, queue, token, cors_origins)
+    pipe = _pipeline(data_dir, index_dir, models_dir, verify, perspectives, evidence)
+    if perspectives is None:  # PERSPECTRUM's pools: offer its dev claims (read again, already verified)
+        from perspectrum.data import load_dataset
+
+        settings = replace(settings, examples=example_claims(load_dataset(data_dir, verify=False)))
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+        listener.listen(2048)  # connections wait in the backlog until uvicorn accepts them
+    except (OSError, OverflowError) as exc:
+        listener.close()
+        raise PerspectrumError(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
+    bound = listener.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    # plain and unwrapped: scripts and tests read the address (and a --port 0's port) from this line
+    typer.echo(f"serving http://{shown}:{bound}/ (API docs at /docs); loading the models, /health says when ready")
+    server = uvicorn.Server(uvicorn.Config(create_app(pipe, settings), log_level="warning", access_log=False))
+    server.run(sockets=[listener])
