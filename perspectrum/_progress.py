@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
 _console = Console(stderr=True)
@@ -55,6 +55,8 @@ def progress(description: str, total: int, enabled: bool = True) -> Iterator[Cal
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
     )
     description = escape(printable(description, one_line=True))  # the bar reads its description as markup
     with Progress(*columns, console=_console, transient=False) as bar:

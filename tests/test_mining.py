@@ -220,6 +220,9 @@ def test_match_command_with_and_without_arguments(trained_dir, tmp_path: Path) -
     for answer in answers:
         best = answer["sentence"]
         assert ESSAY[best["start"]:best["end"]] == best["text"] and isinstance(answer["made"], bool)
+    no_claim = runner.invoke(app, ["match", str(essay), "--arguments", str(listed), "--json", *_args(trained_dir)])
+    assert no_claim.exit_code == 0, no_claim.output
+    assert json.loads(no_claim.stdout)["arguments"] == answers and json.loads(no_claim.stdout)["claim"] is None
     data, indexes, models = trained_dir
     pipe = Pipeline.load(data, indexes, models, verify=False)
     found = pipe.discover("Zoos should exist", evidence=False).perspectives

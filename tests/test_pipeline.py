@@ -162,6 +162,35 @@ def test_cli_discover_json_and_table(fresh) -> None:
     assert shown.exit_code == 0 and "supporting" in shown.stdout and "stage timings" in shown.stdout
 
 
+def test_cli_discover_on_an_unprepared_machine_runs_setup_first_saying_so(fresh, tmp_path: Path) -> None:
+    data_dir, indexes, _, pipe = fresh
+    models = tmp_path / "models"
+    args = ["discover", CLAIM, "--data-dir", str(data_dir), "--no-verify", "--index-dir", str(indexes),
+            "--models-dir", str(models), "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.stderr.splitlines() if "running `perspectrum setup` first" in line]
+    assert len(said) == 1 and f"no models in {models}" in said[0]
+    found = json.loads(result.stdout)  # stdout stays JSON
+    assert found["system"] == "light" and found["perspectives"]
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0 and "perspectrum setup" not in again.stderr
+
+
+def test_cli_setup_reports_what_it_did(fresh) -> None:
+    data_dir, indexes, models, _ = fresh
+    args = ["setup", "--data-dir", str(data_dir), "--no-verify", "--index-dir", str(indexes), "--models-dir",
+            str(models)]
+    as_json = runner.invoke(app, [*args, "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    done = json.loads(as_json.stdout)
+    assert done["models"] == "light heads kept" and len(done["indexes"]) == 5
+    shown = runner.invoke(app, args, env={"COLUMNS": "160"})
+    assert shown.exit_code == 0 and "light heads kept" in shown.stdout and "reused" in shown.stdout
+    broken = runner.invoke(app, ["setup", "--data-dir", str(data_dir / "missing"), "--no-verify"])
+    assert broken.exit_code == 1 and len(broken.stderr.strip().splitlines()) == 1
+
+
 def test_cli_off_topic_claim_gets_one_line_and_an_empty_json_answer(fresh, tmp_path: Path) -> None:
     import shutil
 

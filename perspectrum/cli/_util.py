@@ -26,8 +26,8 @@ from perspectrum.errors import PerspectrumError
 
 #: The order ``perspectrum --help`` lists the commands in; a command not named here is
 #: listed after these, in the order its module registered it.
-HELP_ORDER = ("search", "discover", "serve", "train", "evaluate", "tune", "mine", "match", "discover-batch",
-              "data", "index", "models", "pool")
+HELP_ORDER = ("setup", "search", "discover", "serve", "train", "evaluate", "tune", "mine", "match", "score",
+              "discover-batch", "data", "index", "models", "pool")
 
 
 def _error(exc: Exception, code: int) -> typer.Exit:
@@ -176,14 +176,34 @@ def _own_pools(perspectives: Path | None, evidence: Path | None) -> tuple[Any, A
     return Pool.from_jsonl(perspectives, "perspectives"), Pool.from_jsonl(evidence, "evidence")
 
 
+def _prepare_first(data_dir: Path | None, index_dir: Path | None, models_dir: Path | None, verify: bool = True,
+                   backend: str = "embedded", milvus_uri: str | None = None) -> None:
+    """Run `perspectrum setup` first when the models folder cannot answer yet, saying so in
+    one line on stderr (stdout may be JSON); nothing when it can."""
+    from perspectrum._progress import say
+    from perspectrum.models.light_heads import unprepared
+
+    problem = unprepared(folders.models_dir(models_dir))
+    if problem is None:
+        return
+    from perspectrum.train.prepare import prepare
+
+    say(f"this machine is not prepared ({problem}): running `perspectrum setup` first")
+    prepare(data_dir, _store(index_dir).root, models_dir, verify=verify, backend=backend, milvus_uri=milvus_uri,
+            show_progress=True)
+
+
 def _pipeline(data_dir: Path | None, index_dir: Path | None, models_dir: Path | None, verify: bool = True,
               perspectives: Path | None = None, evidence: Path | None = None, backend: str = "embedded",
-              milvus_uri: str | None = None) -> Any:
+              milvus_uri: str | None = None, prepare_first: bool = False) -> Any:
     """The pipeline over PERSPECTRUM's pools (checksums verified unless ``verify=False``), or
-    over both own pools when given."""
+    over both own pools when given; with ``prepare_first``, an unprepared machine is prepared
+    first (the commands that answer claims), else it is a one-line error naming `perspectrum setup`."""
     from perspectrum.pipeline.pipeline import Pipeline
 
     own = _own_pools(perspectives, evidence)
+    if prepare_first:
+        _prepare_first(data_dir, index_dir, models_dir, verify, backend, milvus_uri)
     root = _store(index_dir).root
     engines = {"backend": backend, "milvus_uri": milvus_uri}
     if own is None:

@@ -27,7 +27,7 @@ def discover_cli(
     top: Annotated[Optional[int], typer.Option("--top", min=1, help="Show at most N perspectives.")] = None,
     no_evidence: NoEvidence = False,
     explain: Annotated[bool, typer.Option("--explain", help="Also show per-stage timings and scores.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema in the README).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema in docs/discover.md).")] = False,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
@@ -39,9 +39,9 @@ def discover_cli(
 ) -> None:
     """Find the perspectives on a claim: clustered, stanced, and backed by evidence.
 
-    The first run builds missing indexes; without all four fine-tuned models it trains
-    light heads (a few minutes, once) and says so. A fine-tuned stance model (`train stance
-    --fast`) answers in place of the light stance head.
+    On a machine that is not prepared it runs `perspectrum setup` first (a few minutes, once)
+    and says so. A fine-tuned stance model (`train stance --fast`) answers in place of the
+    light stance head.
     """
     _claim(claim)  # a bad claim exits 2 before anything loads
     discover(claim, top=top, with_evidence=not no_evidence, explain=explain, as_json=as_json, data_dir=data_dir,
@@ -55,7 +55,8 @@ def discover(claim: str, top: int | None = None, with_evidence: bool = True, exp
              evidence: Path | None = None, backend: str = "embedded", milvus_uri: str | None = None) -> None:
     """Discover the perspectives on ``claim`` and print them as a debate (or JSON), with
     the stages' timings and scores after it when ``explain``."""
-    pipe = _pipeline(data_dir, index_dir, models_dir, verify, perspectives, evidence, backend, milvus_uri)
+    pipe = _pipeline(data_dir, index_dir, models_dir, verify, perspectives, evidence, backend, milvus_uri,
+                     prepare_first=True)
     if explain:  # so the stage timings are the steady state, not the models' loading
         pipe.warm_up()
     result = pipe.discover(claim, top=top, evidence=with_evidence, explain=explain)
@@ -129,7 +130,8 @@ def discover_batch(claims: Path, out: Path, engine: str = "local", workers: int 
     given = {name: None if path is None else path.expanduser().resolve() for name, path in
              (("data_dir", data_dir), ("index_dir", index_dir), ("models_dir", models_dir),
               ("perspectives", perspectives), ("evidence", evidence))}
-    factory = partial(_pipeline, verify=verify, backend=backend, milvus_uri=milvus_uri, **given)
+    # built once here after every check (the driver's), so an unprepared machine is prepared once
+    factory = partial(_pipeline, verify=verify, backend=backend, milvus_uri=milvus_uri, prepare_first=True, **given)
     summary = run(factory, claims, out, engine=engine, workers=workers or 1, batch_size=batch_size, top=top,
                   evidence=with_evidence, address=address, show_progress=True)
     if as_json:

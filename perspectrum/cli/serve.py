@@ -53,7 +53,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: in
 
     check_bind(host, token)
     settings = ServeSettings(workers, queue, token, cors_origins)
-    pipe = _pipeline(data_dir, index_dir, models_dir, verify, perspectives, evidence)
+    pipe = _pipeline(data_dir, index_dir, models_dir, verify, perspectives, evidence, prepare_first=True)
     if perspectives is None:  # PERSPECTRUM's pools: offer its dev claims (read again, already verified)
         from perspectrum.data import load_dataset
 

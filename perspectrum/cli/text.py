@@ -79,7 +79,7 @@ def mine(file: Path, claim: str, as_json: bool = False, add_to: Path | None = No
     from perspectrum.text.document import read_document
 
     text = read_document(file)
-    pipe = _pipeline(data_dir, index_dir, models_dir, verify)
+    pipe = _pipeline(data_dir, index_dir, models_dir, verify, prepare_first=True)
     units = pipe.mine(text, claim)
     if as_json:
         _echo_json({"claim": claim, "file": str(file), "characters": len(text), "units": [u.to_dict() for u in units]})
@@ -95,7 +95,8 @@ def mine(file: Path, claim: str, as_json: bool = False, add_to: Path | None = No
 @app.command("match")
 def match_cli(
     file: DocumentFile,
-    claim: ClaimOption = None,
+    claim: Annotated[Optional[str], typer.Option("--claim", help="The claim the text argues about (not needed "
+                                                 "with --arguments).", show_default=False)] = None,
     arguments: Annotated[Optional[Path], typer.Option(
         "--arguments", help="The arguments to look for, one per line [default: the claim's perspectives, "
                             "as `discover` finds them].")] = None,
@@ -106,14 +107,16 @@ def match_cli(
     no_verify: NoVerify = False,
 ) -> None:
     """Tell which arguments a speech, essay or transcript makes, each with the sentence that makes it."""
-    match(file, _given_claim(claim), arguments=arguments, as_json=as_json, data_dir=data_dir, index_dir=index_dir,
+    given = None if claim is None and arguments is not None else _given_claim(claim)
+    match(file, given, arguments=arguments, as_json=as_json, data_dir=data_dir, index_dir=index_dir,
           models_dir=models_dir, verify=not no_verify)
 
 
-def match(file: Path, claim: str, arguments: Path | None = None, as_json: bool = False, data_dir: Path | None = None,
+def match(file: Path, claim: str | None, arguments: Path | None = None, as_json: bool = False, data_dir: Path | None = None,
           index_dir: Path | None = None, models_dir: Path | None = None, verify: bool = True) -> None:
-    """Print which of the ``arguments`` (a file, one a line; else the claim's perspectives)
-    ``file``'s text makes, each with the sentence that makes it."""
+    """Print which of the ``arguments`` (a file, one a line; else the claim's perspectives,
+    so ``claim`` may be ``None`` only with ``arguments``) ``file``'s text makes, each with the
+    sentence that makes it."""
     from perspectrum.text.document import read_document
     from perspectrum.text.matching import check_arguments
 
@@ -125,7 +128,7 @@ def match(file: Path, claim: str, arguments: Path | None = None, as_json: bool =
             listed = check_arguments(lines)
         except PerspectrumError as exc:
             raise PerspectrumError(f"{arguments}: {exc}") from None
-    pipe = _pipeline(data_dir, index_dir, models_dir, verify)
+    pipe = _pipeline(data_dir, index_dir, models_dir, verify, prepare_first=True)
     results = pipe.match(text, claim, listed)
     if as_json:
         _echo_json({"claim": claim, "file": str(file), "arguments": [r.to_dict() for r in results]})
