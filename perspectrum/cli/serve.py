@@ -53,11 +53,6 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: in
 
     check_bind(host, token)
     settings = ServeSettings(workers, queue, token, cors_origins)
-    pipe = _pipeline(data_dir, index_dir, models_dir, verify, perspectives, evidence, prepare_first=True)
-    if perspectives is None:  # PERSPECTRUM's pools: offer its dev claims (read again, already verified)
-        from perspectrum.data import load_dataset
-
-        settings = replace(settings, examples=example_claims(load_dataset(data_dir, verify=False)))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -67,6 +62,15 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: in
     except (OSError, OverflowError) as exc:
         listener.close()
         raise PerspectrumError(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:  # bound first, so a taken port fails at once; an unprepared machine is prepared here
+        pipe = _pipeline(data_dir, index_dir, models_dir, verify, perspectives, evidence, prepare_first=True)
+        if perspectives is None:  # PERSPECTRUM's pools: offer its dev claims (read again, already verified)
+            from perspectrum.data import load_dataset
+
+            settings = replace(settings, examples=example_claims(load_dataset(data_dir, verify=False)))
+    except BaseException:
+        listener.close()
+        raise
     bound = listener.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     # plain and unwrapped: scripts and tests read the address (and a --port 0's port) from this line
