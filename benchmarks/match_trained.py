@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from perspectrum._io import write_json
-from perspectrum.encoders.cross_encoder import CrossEncoderModel, TrainParams, fine_tune
+from perspectrum.encoders.cross_encoder import CrossEncoderModel
+from perspectrum.train.fine_tune import TrainParams, fine_tune
 from perspectrum.data import Dataset, load_dataset
 from perspectrum.eval.ir import best_of
 from perspectrum.eval.matching import (MatchDocument, Scored, _percent, _searcher, match_documents, score_decisions,

@@ -16,7 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from perspectrum.cli.app import app
-from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel, TrainParams, fine_tune
+from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel
+from perspectrum.train.fine_tune import TrainParams, fine_tune
 from perspectrum.data import CLAIMS_FILE, data_checksum, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval import trained
