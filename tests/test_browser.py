@@ -1,6 +1,7 @@
 """The page, end to end: a real `perspectrum serve` on a free loopback port over the
-ten-claim fixture (it builds the indexes and fits light heads as it starts, so the
-loading path runs too), driven in Debian's headless chromium by selenium.
+ten-claim fixture (prepared by `perspectrum setup` first; the server still loads its models
+in the background as it starts, so the loading path runs too), driven in Debian's headless
+chromium by selenium.
 
 It types a claim, waits for both stance columns and a highlighted evidence window, and
 checks the permalink, keyboard use, an error, and a phone-sized viewport. Screenshots go
@@ -77,8 +78,12 @@ def server(tmp_path_factory) -> Iterator[str]:
     data = write_dataset(root / "data")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PERSPECTRUM_CACHE": str(root / "cache")}
     env.pop("PERSPECTRUM_TOKEN", None)
-    command = [sys.executable, "-m", "perspectrum", "serve", "--port", "0", "--data-dir", str(data), "--no-verify",
-               "--index-dir", str(root / "indexes"), "--models-dir", str(root / "models")]
+    folders = ["--data-dir", str(data), "--no-verify", "--index-dir", str(root / "indexes"), "--models-dir",
+               str(root / "models")]
+    # the machine prepared first, as a person would (`serve` would run the same step before listening)
+    subprocess.run([sys.executable, "-m", "perspectrum", "setup", *folders], check=True, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = [sys.executable, "-m", "perspectrum", "serve", "--port", "0", *folders]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = _first_line(process, 60)

@@ -230,7 +230,7 @@ def test_light_heads_of_another_version_are_refused_then_fitted_again(fresh, tmp
     (copy / RANKER_FILE).unlink()
     with pytest.raises(StaleHeads, match="another kind or version"):
         LightScorers.load(copy, pipe.store, pipe.evidence_pool)
-    with pytest.raises(NotPrepared, match="another kind or version; run `perspectrum setup`"):
+    with pytest.raises(NotPrepared, match=r"another kind or version\); run `perspectrum setup`"):
         Pipeline.load(data_dir, indexes, tmp_path / "models", verify=False)
     assert prepare(data_dir, indexes, tmp_path / "models", verify=False)["models"] == "light heads fitted"
     assert "another kind or version: fitting light heads" in capsys.readouterr().err

@@ -176,40 +176,36 @@ def _own_pools(perspectives: Path | None, evidence: Path | None) -> tuple[Any, A
     return Pool.from_jsonl(perspectives, "perspectives"), Pool.from_jsonl(evidence, "evidence")
 
 
-def _prepare_first(data_dir: Path | None, index_dir: Path | None, models_dir: Path | None, verify: bool = True,
-                   backend: str = "embedded", milvus_uri: str | None = None) -> None:
-    """Run `perspectrum setup` first when the models folder cannot answer yet, saying so in
-    one line on stderr (stdout may be JSON); nothing when it can."""
-    from perspectrum._progress import say
-    from perspectrum.models.light_heads import unprepared
-
-    problem = unprepared(folders.models_dir(models_dir))
-    if problem is None:
-        return
-    from perspectrum.train.prepare import prepare
-
-    say(f"this machine is not prepared ({problem}): running `perspectrum setup` first")
-    prepare(data_dir, _store(index_dir).root, models_dir, verify=verify, backend=backend, milvus_uri=milvus_uri,
-            show_progress=True)
-
-
 def _pipeline(data_dir: Path | None, index_dir: Path | None, models_dir: Path | None, verify: bool = True,
               perspectives: Path | None = None, evidence: Path | None = None, backend: str = "embedded",
               milvus_uri: str | None = None, prepare_first: bool = False) -> Any:
     """The pipeline over PERSPECTRUM's pools (checksums verified unless ``verify=False``), or
-    over both own pools when given; with ``prepare_first``, an unprepared machine is prepared
-    first (the commands that answer claims), else it is a one-line error naming `perspectrum setup`."""
-    from perspectrum.pipeline.pipeline import Pipeline
+    over both own pools when given. An unprepared machine is a one-line error naming
+    `perspectrum setup`, or, with ``prepare_first`` (the commands that answer claims), is
+    prepared first, saying so in one line on stderr (stdout may be JSON)."""
+    from perspectrum.pipeline.pipeline import NotPrepared, Pipeline
 
     own = _own_pools(perspectives, evidence)
-    if prepare_first:
-        _prepare_first(data_dir, index_dir, models_dir, verify, backend, milvus_uri)
     root = _store(index_dir).root
     engines = {"backend": backend, "milvus_uri": milvus_uri}
-    if own is None:
-        return Pipeline.load(data_dir, root, models_dir, verify=verify, show_progress=True, **engines)
-    return Pipeline.from_pools(*own, index_dir=root, models_dir=models_dir, data_dir=data_dir, show_progress=True,
-                               **engines)
+
+    def load() -> Any:
+        if own is None:
+            return Pipeline.load(data_dir, root, models_dir, verify=verify, show_progress=True, **engines)
+        return Pipeline.from_pools(*own, index_dir=root, models_dir=models_dir, data_dir=data_dir,
+                                   show_progress=True, **engines)
+
+    try:
+        return load()
+    except NotPrepared as exc:
+        if not prepare_first:
+            raise
+        from perspectrum._progress import say
+        from perspectrum.train.prepare import prepare
+
+        say(f"{exc.problem}: running `perspectrum setup` first")
+        prepare(data_dir, root, models_dir, verify=verify, show_progress=True, **engines)
+        return load()
 
 
 def _claim(claim: str) -> str:

@@ -71,7 +71,11 @@ class ClaimError(PerspectrumError):
 class NotPrepared(PerspectrumError):
     """No models to answer with: neither the four fine-tuned models nor light heads of this
     version. ``perspectrum setup`` prepares the machine (the CLI's ``discover`` and ``serve``
-    run it first, saying so)."""
+    run it first, saying so). ``problem`` says what is missing, in a few words."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"this machine is not prepared ({problem}); {SETUP_HINT}")
+        self.problem = f"this machine is not prepared ({problem})"
 
 
 #: How a machine gets its models, named in every :class:`NotPrepared` message.
@@ -85,7 +89,7 @@ def check_prepared(models_dir: str | Path) -> None:
 
     problem = unprepared(models_dir)
     if problem is not None:
-        raise NotPrepared(f"this machine is not prepared: {problem}; {SETUP_HINT}")
+        raise NotPrepared(problem)
 
 
 def check_claim(claim: Any) -> str:
@@ -269,7 +273,7 @@ class Pipeline:
             return LightScorers.load(self.models_dir / folders.LIGHT_FOLDER, self.store, self.evidence_pool,
                                      self.models_dir)
         except StaleHeads as exc:
-            raise NotPrepared(f"{exc}; {SETUP_HINT}") from None
+            raise NotPrepared(str(exc)) from None
 
     def _get(self) -> _Ready:
         with self._lock:
