@@ -83,7 +83,8 @@ def test_an_evidence_file_brings_its_sentences_along(tmp_path: Path, files) -> N
 KILL = """
 import os, sys
 from pathlib import Path
-from perspectrum import _io, pools
+from perspectrum import _io
+from perspectrum.index import pools
 _io.fault_hook = lambda name: os._exit(9) if name == "written" else None
 pools.remove(Path(sys.argv[1]), ["1", "2"], Path(sys.argv[2]))
 """

@@ -49,7 +49,7 @@ def test_fine_tune_is_deterministic_for_a_seed():
 
 
 def test_frozen_layers_keep_their_weights_and_length_batches_cover_every_pair():
-    from perspectrum.encoders.cross_encoder import _batches
+    from perspectrum.train.fine_tune import _batches
     from perspectrum.encoders.bi_encoder import default_encoder_path, transformers_classes
 
     (auto,) = transformers_classes("AutoModelForSequenceClassification")
