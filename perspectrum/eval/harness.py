@@ -69,14 +69,14 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any, Protocol
 
+from perspectrum._checks import is_whole
 from perspectrum._progress import progress
 from perspectrum.data import Claim, ClusterKey, Dataset
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.ir import percent
-from perspectrum.eval.metrics import t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
+from perspectrum.eval.metrics import percent, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
 from perspectrum.eval.pipeline import _found_claims, match
 from perspectrum.index.search import DocId
 
@@ -275,7 +275,7 @@ def check_scorable(system: Any, oracle: Sequence[str], name: str) -> None:
 
 
 def _pool_id(item: Any, pool: Any, where: str) -> DocId:
-    key = int(item) if isinstance(item, Integral) and not isinstance(item, bool) else item
+    key = int(item) if is_whole(item) else item
     if isinstance(key, (int, str)) and key in pool:
         return key
     raise PerspectrumError(f"{where} answered {item!r}, which is not an id of the pool")

@@ -34,8 +34,8 @@ import numpy as np
 from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval import offtopic
-from perspectrum.eval.ir import percent
-from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
+from perspectrum.eval.metrics import (ClusterKey, percent, t1_relevance, t2_stance, t3_equivalence, t4_evidence,
+                                      t5_overall)
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.trained import PAPER_BERT, PAPER_HUMAN, T_OF
 from perspectrum.pipeline.pipeline import Discovery, Pipeline

@@ -30,8 +30,9 @@ import numpy as np
 
 from perspectrum.encoders.cross_encoder import CrossEncoderModel, Pair
 from perspectrum.data import Claim, Dataset, Pool
-from perspectrum.eval.ir import best_of, percent
-from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
+from perspectrum.eval.ir import best_of
+from perspectrum.eval.metrics import (ClusterKey, percent, t1_relevance, t2_stance, t3_equivalence, t4_evidence,
+                                      t5_overall)
 from perspectrum.models.inputs import claim_perspective_input, equivalence_input
 from perspectrum.index.store import IndexStore
 from perspectrum.models.store import TASKS, load_task, read_meta, update_meta

@@ -28,11 +28,11 @@ import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 from perspectrum import config as folders
+from perspectrum._checks import is_whole, whole
 from perspectrum._progress import say
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
@@ -106,7 +106,7 @@ class PipelineConfig:
 
     def __post_init__(self) -> None:
         numbers = (self.candidates, self.max_perspectives, self.evidence_depth, self.verify_top)
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        if not all(is_whole(n) for n in numbers):
             raise PerspectrumError("candidates, max_perspectives, evidence_depth and verify_top must be whole numbers")
         if min(self.candidates, self.max_perspectives, self.evidence_depth) < 1 or self.verify_top < 0:
             raise PerspectrumError("candidates, max_perspectives and evidence_depth must be ≥ 1, verify_top ≥ 0")
@@ -319,8 +319,8 @@ class Pipeline:
         """
         if isinstance(claims, str) or not isinstance(claims, Iterable):
             raise ClaimError(f"discover_many takes a list of claims, not {type(claims).__name__}")
-        batch_size = _whole("batch_size", batch_size)
-        top = None if top is None else _whole("top", top)
+        batch_size = whole("batch_size", batch_size)
+        top = None if top is None else whole("top", top)
         texts = [check_claim(c) for c in claims]
         out: list[Discovery] = []
         for start in range(0, len(texts), batch_size):
@@ -424,14 +424,6 @@ class Pipeline:
                      "pairs": state.pairs}
         return Discovery(state.claim, ready.context.scorers.kind, tuple(found[:top] if top else found), timings,
                          trace, state.notice)
-
-
-def _whole(name: str, value: Any) -> int:
-    """``value`` as an int, or a one-line error: a float, a bool or a string here would
-    otherwise fail (or, as ``top=True``, quietly mean 1) only once the models are loaded."""
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise PerspectrumError(f"{name} must be a whole number, at least 1, not {value!r}")
-    return int(value)
 
 
 def own_store(store: IndexStore, perspectives: Pool, evidence: Pool,

@@ -57,11 +57,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from perspectrum._checks import whole
 from perspectrum._io import cannot_write
 from perspectrum._progress import progress, say
 from perspectrum.data import jsonl_rows
 from perspectrum.errors import PerspectrumError
-from perspectrum.pipeline.pipeline import ClaimError, Pipeline, _whole, check_claim
+from perspectrum.pipeline.pipeline import ClaimError, Pipeline, check_claim
 from perspectrum.pipeline.results import Discovery, safe_json
 from perspectrum.pipeline.stages import EVIDENCE_STAGES, ClaimState
 from perspectrum.text.sentences import encodable
@@ -307,8 +308,8 @@ def discover_batch(pipeline: PipelineSource, claims: str | os.PathLike[str] | Ma
     started = time.perf_counter()
     if engine not in ENGINES:
         raise PerspectrumError(f"unknown engine {engine!r} (engines: {', '.join(ENGINES)})")
-    workers, batch_size = _whole("workers", workers), _whole("batch_size", batch_size)
-    top = None if top is None else _whole("top", top)
+    workers, batch_size = whole("workers", workers), whole("batch_size", batch_size)
+    top = None if top is None else whole("top", top)
     if engine == "local" and (workers != 1 or address is not None):
         raise PerspectrumError("workers and address are for the ray engine; the local engine runs in this process")
     if engine == "ray" and isinstance(pipeline, Pipeline):

@@ -23,7 +23,7 @@ from perspectrum._io import atomic_folder
 from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset, Pool
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.ir import percent
+from perspectrum.eval.metrics import percent
 from perspectrum.eval.trained import RELEVANCE_DEPTH, Matrices, Scored, tune
 from perspectrum.index.dense import DenseIndex
 from perspectrum.index.store import IndexStore

@@ -18,7 +18,7 @@ from perspectrum.encoders.base_models import MINILM, MPNET, base_folder
 from perspectrum.encoders.cross_encoder import CrossEncoderModel, TrainParams, fine_tune
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval import trained
-from perspectrum.eval.ir import percent
+from perspectrum.eval.metrics import percent
 from perspectrum.train.examples import equivalence_examples, Examples, relevance_examples, stance_examples
 from perspectrum.index.store import IndexStore
 from perspectrum.models.store import TASKS, load_task, read_meta, save_ranker, save_task, update_meta

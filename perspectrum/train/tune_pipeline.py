@@ -26,6 +26,7 @@ from perspectrum._progress import progress
 from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval import offtopic
+from perspectrum.eval.metrics import percent
 from perspectrum.eval.pipeline import score
 from perspectrum.config import LIGHT_FOLDER
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
@@ -137,13 +138,13 @@ def best_relevance(pipe: Pipeline, claims: Sequence[str]) -> list[float]:
 
 def _metrics(scores: Mapping[str, Any]) -> dict[str, Any]:
     """The end-to-end numbers a run is chosen and reported by (percent)."""
-    pct = lambda v: round(float(v) * 100, 2)  # noqa: E731
-    return {"t1": pct(scores["t1"]["f1"]), "t2": pct(scores["t2"]["f1"]), "t2_all": pct(scores["t2_all"]["f1"]),
-            "t2_accuracy": pct(scores["t2"]["accuracy"]), "t3": pct(scores["t3"]["f1"]),
-            "t4": pct(scores["t4"]["f1"]), "t4_all": pct(scores["t4_all"]["f1"]), "t5": pct(scores["t5"]),
-            "t5_all": pct(scores["t5_all"]), "mixed": pct(scores["mixed"]), "wrong_stance": pct(scores["wrong_stance"]),
-            "both_sides": pct(scores["both_sides"]), "emptied": pct(scores["emptied"]),
-            "coverage_pairs": pct(scores["coverage"]["pairs"]), "coverage_clusters": pct(scores["coverage"]["clusters"])}
+    fractions = {"t1": scores["t1"]["f1"], "t2": scores["t2"]["f1"], "t2_all": scores["t2_all"]["f1"],
+                 "t2_accuracy": scores["t2"]["accuracy"], "t3": scores["t3"]["f1"], "t4": scores["t4"]["f1"],
+                 "t4_all": scores["t4_all"]["f1"], "t5": scores["t5"], "t5_all": scores["t5_all"],
+                 "mixed": scores["mixed"], "wrong_stance": scores["wrong_stance"], "both_sides": scores["both_sides"],
+                 "emptied": scores["emptied"], "coverage_pairs": scores["coverage"]["pairs"],
+                 "coverage_clusters": scores["coverage"]["clusters"]}
+    return percent({name: float(value) for name, value in fractions.items()})
 
 
 def settings_folder(pipe: Pipeline) -> Path:
