@@ -20,11 +20,11 @@ import pytest
 import perspectrum
 from perspectrum.data import Claim, Cluster
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.pipeline import match, score
+from perspectrum.eval.pipeline import assign_clusters, score
 from perspectrum.train.tune_pipeline import CachingScorers, choose_floor
 from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
 from perspectrum.models.rules import average_linkage, keep, latin_script, ranked
-from perspectrum.pipeline.stages import ClaimState, Cluster as ClusterStage, Context, Member, Relevance, Stance, configure
+from perspectrum.pipeline.stages import ClaimState, ClusterStage, Context, Member, Relevance, Stance, configure
 
 
 # ----------------------------------------------------------------------------- rules
@@ -259,7 +259,7 @@ def test_found_and_all_scores_differ_by_hand() -> None:
 
 def test_clusters_are_matched_one_to_one() -> None:
     # returned {1, 3} and {2}: argmax overlap would give {1, 3} to both gold {1, 2} and {3}
-    assert match([(1, 2), (3,), (4,)], [[1, 3], [2]]) == {0: 1, 1: 0}
+    assert assign_clusters([(1, 2), (3,), (4,)], [[1, 3], [2]]) == {0: 1, 1: 0}
     result = Discovery("claim", "test", (_found((1, 3), "support", (10,)), _found((2,), "support", ())), {})
     s = score([_claim()], [result])
     # gold {1,2} gets {2}'s evidence (none), gold {3} gets {1,3}'s (10, not its 11): T4 is 0

@@ -143,7 +143,7 @@ def score_documents(docs: Sequence[MatchDocument], scorers: Any, encoder: Any, s
 
 
 def decide(scored: Sequence[Scored], settings: MatchSettings | CrossSettings) -> list[list[bool]]:
-    """What each setting answers, from stored scores: :func:`perspectrum.text.matching.match`'s
+    """What each setting answers, from stored scores: :func:`perspectrum.text.matching.match_arguments`'s
     rule for :class:`MatchSettings`, the cross-encoder sentence-max for :class:`CrossSettings`."""
     out = []
     for doc in scored:

@@ -35,7 +35,7 @@ from perspectrum.eval.metrics import (ClusterKey, percent, t1_relevance, t2_stan
                                       t5_overall)
 from perspectrum.models.inputs import claim_perspective_input, equivalence_input
 from perspectrum.index.store import IndexStore
-from perspectrum.models.store import TASKS, load_task, read_meta, update_meta
+from perspectrum.models.store import T_METRIC, TASKS, load_task, read_meta, update_meta
 from perspectrum.models.evidence_ranker import Debate, EvidenceRanker, Featurizer
 from perspectrum.models.rules import average_linkage, blend, keep, ranked
 from perspectrum.models.scorers import CROSS_ENCODED
@@ -330,7 +330,6 @@ PAPER_HUMAN = {"t1": {"precision": 63.8, "recall": 83.8, "f1": 72.5},
                "t2": {"precision": 91.3, "recall": 90.6, "f1": 90.9},
                "t3": {"precision": 87.5, "recall": 80.2, "f1": 83.7},
                "t4": {"precision": 70.8, "recall": 53.1, "f1": 60.7}, "t5": 40.0}
-T_OF = {"relevance": "t1", "stance": "t2", "equivalence": "t3", "evidence": "t4"}
 
 
 def _folder_mb(folder: Path) -> float:
@@ -360,8 +359,8 @@ def evaluate_trained(dataset: Dataset, store: IndexStore, models_dir: str | Path
         setting = metas[task]["thresholds"]
         scores = score_split(task, members, dataset, claims, store, show_progress, timing, ranker)
         measured = percent(metric(task, claims, scores, setting))
-        tasks[T_OF[task]] = {**measured, "setting": setting, "members": len(members)}
-        curves[T_OF[task]] = [{k: (round(v * 100, 2) if k != "threshold" else v) for k, v in point.items()}
+        tasks[T_METRIC[task]] = {**measured, "setting": setting, "members": len(members)}
+        curves[T_METRIC[task]] = [{k: (round(v * 100, 2) if k != "threshold" else v) for k, v in point.items()}
                               for point in pr_curve(task, claims, scores, setting)]
         if record and split == "test":
             update_meta(models_dir, task, {split: measured})

@@ -38,7 +38,7 @@ from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.text.document import check_document
 from perspectrum.index.store import DEFAULT_BACKEND, IndexStore
-from perspectrum.text.matching import ArgumentMatch, MatchSettings, check_arguments, match
+from perspectrum.text.matching import ArgumentMatch, MatchSettings, check_arguments, match_arguments
 from perspectrum.text.mining import MinedUnit, MineSettings, mine
 from perspectrum.pipeline.results import (
     SCHEMA_VERSION,
@@ -349,8 +349,8 @@ class Pipeline:
             if not arguments:
                 raise PerspectrumError("no perspectives were found for the claim to match against; "
                                        "give the arguments to look for")
-        return match(text, check_arguments(arguments), self._get().context.dense.encoder,
-                     settings or MatchSettings())
+        return match_arguments(text, check_arguments(arguments), self._get().context.dense.encoder,
+                               settings or MatchSettings())
 
     def run_stages(self, claims: Sequence[str], until: str = STAGE_NAMES[-1]) -> list[ClaimState]:
         """Every claim's state after the stages up to and including ``until``, unrounded

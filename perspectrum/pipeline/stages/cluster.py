@@ -46,8 +46,9 @@ def _support(members: list[int], kept: list[Member]) -> float:
 
 
 @dataclass(frozen=True)
-class Cluster:
-    """Stance-aware average-linkage clusters (see the module docstring).
+class ClusterStage:
+    """Stance-aware average-linkage clusters (see the module docstring). Not
+    :class:`perspectrum.data.Cluster`, a gold cluster of the dataset.
 
     Attributes:
         weight: of the equivalence model against the pair's cosine.

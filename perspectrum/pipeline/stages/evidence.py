@@ -23,8 +23,9 @@ def debate(state: ClaimState, context: Context) -> Debate:
 
 
 @dataclass(frozen=True)
-class Evidence:
+class EvidenceStage:
     """Candidates per cluster from the evidence pool, scored against the sibling clusters.
+    Not :class:`perspectrum.data.Evidence`, a paragraph of the dataset's evidence pool.
 
     Attributes:
         depth: hybrid candidates retrieved per cluster (the ranker was trained at 20).
