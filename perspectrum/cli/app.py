@@ -440,7 +440,7 @@ def train(
     """Fine-tune the cross-encoders and fit the evidence ranker, tune their cut-offs on dev, save models/<task>/."""
     from perspectrum._io import write_json
     from perspectrum.data import data_checksum, load_dataset
-    from perspectrum.models.store import TASKS
+    from perspectrum.models.settings import MODELS as TASKS
     from perspectrum.train.tasks import FAST, retune_task, train_task
 
     if fast and (task.value not in FAST or tune_only):

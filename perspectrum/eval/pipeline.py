@@ -41,6 +41,7 @@ from perspectrum.eval.trained import PAPER_BERT, PAPER_HUMAN
 from perspectrum.pipeline.pipeline import Discovery, Pipeline
 from perspectrum.models.evidence_ranker import Debate
 from perspectrum.models.rules import keep, ranked
+from perspectrum.models.settings import MODELS
 from perspectrum.models.store import T_METRIC
 from perspectrum.pipeline.stages import EvidenceStage, configure
 
@@ -166,14 +167,14 @@ def gold_input_evidence(dataset: Dataset, claims: Sequence[Claim], results: Sequ
 
 def _oracle(models_dir: Path, split: str) -> dict[str, Any]:
     """The per-task scores on gold inputs recorded in each model's card (``evaluate --system trained``)."""
-    from perspectrum.models.store import TASKS, read_meta
+    from perspectrum.models.store import read_meta
 
     out = {}
-    for task in TASKS:
+    for model in MODELS:
         try:
-            out[T_METRIC[task]] = read_meta(models_dir, task).get(split)
+            out[T_METRIC[model]] = read_meta(models_dir, model).get(split)
         except PerspectrumError:  # a light-head pipeline has no cards; the column stays empty
-            out[T_METRIC[task]] = None
+            out[T_METRIC[model]] = None
     return out
 
 

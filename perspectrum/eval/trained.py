@@ -35,10 +35,11 @@ from perspectrum.eval.metrics import (ClusterKey, percent, t1_relevance, t2_stan
                                       t5_overall)
 from perspectrum.models.inputs import claim_perspective_input, equivalence_input
 from perspectrum.index.store import IndexStore
-from perspectrum.models.store import T_METRIC, TASKS, load_task, read_meta, update_meta
+from perspectrum.models.store import T_METRIC, load_task, read_meta, update_meta
 from perspectrum.models.evidence_ranker import Debate, EvidenceRanker, Featurizer
 from perspectrum.models.rules import average_linkage, blend, keep, ranked
 from perspectrum.models.scorers import CROSS_ENCODED
+from perspectrum.models.settings import MODELS
 from perspectrum.index.search import Hit
 
 #: Dense candidates per claim for T1 (they cover 77.9 % of dev gold clusters; `evaluate --system ir` curves).
@@ -349,8 +350,8 @@ def evaluate_trained(dataset: Dataset, store: IndexStore, models_dir: str | Path
     """
     started = time.perf_counter()
     claims = dataset.split(split)
-    loaded = {task: load_task(models_dir, task) if task in CROSS_ENCODED else [] for task in TASKS}  # fail fast
-    metas = {task: read_meta(models_dir, task) for task in TASKS}
+    loaded = {task: load_task(models_dir, task) if task in CROSS_ENCODED else [] for task in MODELS}  # fail fast
+    metas = {task: read_meta(models_dir, task) for task in MODELS}
     ranker = EvidenceRanker.load(Path(models_dir) / "evidence")
     tasks: dict[str, Any] = {}
     curves: dict[str, Any] = {}
@@ -374,7 +375,7 @@ def evaluate_trained(dataset: Dataset, store: IndexStore, models_dir: str | Path
         "paper": {"ir_bert": PAPER_BERT, "human": PAPER_HUMAN},
         "pr_curves": curves,
         "pairs_per_second": timing,
-        "model_mb": {task: _folder_mb(Path(models_dir) / task) for task in TASKS},
+        "model_mb": {task: _folder_mb(Path(models_dir) / task) for task in MODELS},
         "models": {task: {"seeds": m.get("seeds"), "train_seconds": m.get("train_seconds"),
                           "quick": m.get("quick")} for task, m in metas.items()},
         "seconds": round(time.perf_counter() - started, 1),

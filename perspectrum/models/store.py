@@ -25,8 +25,6 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.integrity import CARD
 from perspectrum.models.evidence_ranker import RANKER_FILE, EvidenceRanker
 
-TASKS = ("relevance", "stance", "equivalence", "evidence")
-
 #: What each model reads and says, for the card.
 PURPOSE = {
     "relevance": "(claim, perspective) → is the perspective relevant to the claim?",

@@ -32,6 +32,7 @@ from perspectrum.config import LIGHT_FOLDER
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
 from perspectrum.models.evidence_ranker import DEPTH, Debate, Key, WindowJob
 from perspectrum.models.scorers import PIPELINE_FILE, Scorers
+from perspectrum.models.settings import PIPELINE, SETTINGS, defaults
 
 #: Stance margins tried (0 = clusters split strictly by the stance model's side).
 MARGINS = (0.0, 0.05, 0.1, 0.2)
@@ -175,7 +176,8 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
     def run(overrides: dict[str, dict[str, Any]]) -> Pipeline:
         return pipe.with_config(PipelineConfig(**{**pipe.config.to_dict(), "overrides": overrides}), cached)
 
-    base = {"relevance": {"floor": 0.0}, "stance": {"margin": 0.0}, "expand": {"neighbours": 0}}
+    # what the pipeline does before it is tuned: every setting chosen here at its default
+    base = {stage.name: defaults(stage, PIPELINE) for stage in SETTINGS if defaults(stage, PIPELINE)}
     runs: list[dict[str, Any]] = []
     cut = pipe.scorers.settings["equivalence"]["threshold"]
     single = len(margins) == len(neighbours) == len(raises) == 1

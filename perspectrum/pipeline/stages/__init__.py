@@ -1,8 +1,10 @@
 """The pipeline's stages, one job each, in the order :class:`perspectrum.Pipeline` runs them.
 
-retrieve → relevance → stance → cluster → expand → evidence → verify. Each is a frozen
-dataclass of its settings with ``run(states, context)``; a new stage is a new module
-here and one entry in :data:`ORDER`.
+retrieve → relevance → stance → cluster → expand → evidence → verify. Each is the frozen
+dataclass of its settings (:mod:`perspectrum.models.settings`, the one place they and
+their defaults are written) with ``run(states, context)`` added; a new stage is a new
+module here, its settings class there, and one entry in :data:`ORDER` and in
+:data:`perspectrum.models.settings.SETTINGS`.
 """
 
 from perspectrum.pipeline.stages.base import Candidate, ClaimState, Context, Group, Member, Stage, configure
