@@ -22,8 +22,9 @@ from pathlib import Path
 
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.eval.matching import (MatchDocument, _percent, _searcher, decide, match_documents, score_decisions,
+from perspectrum.eval.matching import (COUNTS, MatchDocument, _searcher, decide, match_documents, score_decisions,
                                        score_documents)
+from perspectrum.eval.metrics import percent
 from perspectrum.eval.mining import Judge
 from perspectrum.text.matching import MatchSettings
 from perspectrum.pipeline.pipeline import Pipeline
@@ -61,8 +62,8 @@ def main() -> None:
         decisions = decide(scored, MatchSettings(**tuned["systems"][name]["setting"]))
         kept = [[s for s, k in zip(said, kept) if k] for said, kept in zip(decisions, keep)]
         systems[name] = {"setting": tuned["systems"][name]["setting"],
-                         "all_candidates": _percent(score_decisions(docs, decisions)),
-                         "ambiguous_left_out": _percent(score_decisions(clean, kept))}
+                         "all_candidates": percent(score_decisions(docs, decisions), COUNTS),
+                         "ambiguous_left_out": percent(score_decisions(clean, kept), COUNTS)}
     result = {"split": "dev", "judge": {"weight": judge.weight, "threshold": judge.threshold},
               "documents": len(docs), "wrong_candidates": wrong, "ambiguous": len(ambiguous),
               "ambiguous_share_of_wrong": round(100 * len(ambiguous) / max(1, wrong), 2),

@@ -36,8 +36,9 @@ from perspectrum.encoders.cross_encoder import CrossEncoderModel
 from perspectrum.train.fine_tune import TrainParams, fine_tune
 from perspectrum.data import Dataset, load_dataset
 from perspectrum.eval.ir import best_of
-from perspectrum.eval.matching import (MatchDocument, Scored, _percent, _searcher, match_documents, score_decisions,
+from perspectrum.eval.matching import (COUNTS, MatchDocument, Scored, _searcher, match_documents, score_decisions,
                                        score_documents)
+from perspectrum.eval.metrics import percent
 from perspectrum.text.matching import MatchSettings, margins
 from perspectrum.pipeline.pipeline import Pipeline
 
@@ -92,7 +93,7 @@ def best_threshold(docs: Sequence[MatchDocument], scores: Sequence[np.ndarray]) 
         return score_decisions(docs, [[bool(v >= t) for v in s] for s in scores])
 
     threshold, _ = best_of(list(THRESHOLDS), lambda t: figures(t)["accuracy"])
-    return {"threshold": threshold, **_percent(figures(threshold))}
+    return {"threshold": threshold, **percent(figures(threshold), COUNTS)}
 
 
 def main() -> None:

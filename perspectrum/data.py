@@ -19,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from perspectrum._checks import is_id
 from perspectrum._io import atomic_write
 from perspectrum.errors import PerspectrumError
 from perspectrum.integrity import sha256_file
@@ -403,7 +404,7 @@ class Pool:
             if not isinstance(row, dict) or "id" not in row or "text" not in row:
                 raise PerspectrumError(f'{where}: expected an object with "id" and "text"')
             doc_id, text = row["id"], row["text"]
-            if isinstance(doc_id, bool) or not isinstance(doc_id, (int, str)) or doc_id == "":
+            if not is_id(doc_id):
                 raise PerspectrumError(f"{where}: id must be a non-empty string or an integer")
             if not isinstance(text, str) or not text.strip():
                 raise PerspectrumError(f"{where}: empty text for id {doc_id!r}")

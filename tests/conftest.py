@@ -173,7 +173,7 @@ def trained_dir(tmp_path_factory) -> tuple[Path, Path, Path]:
     from typer.testing import CliRunner
 
     from perspectrum.cli.app import app
-    from perspectrum.models.store import TASKS
+    from perspectrum.models.settings import MODELS
 
     root = tmp_path_factory.mktemp("trained")
     data = write_dataset(root / "data")
@@ -181,7 +181,7 @@ def trained_dir(tmp_path_factory) -> tuple[Path, Path, Path]:
             "--models-dir", str(root / "models"), "--json", str(root / "train.json")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert set(json.loads((root / "train.json").read_text())) == {*TASKS, "pipeline"}
+    assert set(json.loads((root / "train.json").read_text())) == {*MODELS, "pipeline"}
     return data, root / "indexes", root / "models"
 
 

@@ -28,7 +28,8 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.index.store import IndexStore
 from perspectrum.pipeline.pipeline import ClaimError, Pipeline, check_claim
 from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
-from perspectrum.models.scorers import PIPELINE_FILE, TrainedScorers, check_settings, merge_pipeline_file
+from perspectrum.models.scorers import PIPELINE_FILE, TrainedScorers, merge_pipeline_file
+from perspectrum.models.settings import check_settings
 
 from .conftest import write_dataset
 

@@ -18,10 +18,10 @@ import pytest
 from perspectrum.data import Dataset, Pool, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.index.store import IndexStore
-from perspectrum.models.light_heads import HEADS_FILE, META_FILE, SETTING_KEYS, LightScorers, StaleHeads
+from perspectrum.models.light_heads import HEADS_FILE, META_FILE, LightScorers, StaleHeads
 from perspectrum.train.light_heads import train_light
 from perspectrum.models.evidence_ranker import Debate
-from perspectrum.models.scorers import STAGES
+from perspectrum.models.settings import MODEL, MODELS, SETTINGS, chosen_by
 from tests.conftest import write_dataset
 
 ZOO = "Zoos should be banned"
@@ -71,13 +71,14 @@ def _meta(folder) -> dict:
 def test_training_saves_heads_and_settings_in_the_documented_schema(setup):
     _, store, scorers, folder = setup
     assert scorers.kind == "light"
-    assert {stage: set(s) for stage, s in scorers.settings.items()} == {s: set(SETTING_KEYS[s]) for s in STAGES}
+    assert {model: set(s) for model, s in scorers.settings.items()} == {s.model: set(chosen_by(s, MODEL))
+                                                                         for s in SETTINGS if s.model}
     assert 0 < scorers.settings["stance"]["threshold"] < 1 and scorers.settings["relevance"]["k"] >= 1
     meta = _meta(folder)
     assert (folder / HEADS_FILE).is_file()
     assert meta["kind"] == "light" and meta["seed"] == 13 and meta["settings"] == scorers.settings
     assert meta["encoder"] == store.encoder.identity and meta["seconds"] > 0
-    assert set(meta["dev"]) == set(STAGES) and all(0 <= m["f1"] <= 100 for m in meta["dev"].values())
+    assert set(meta["dev"]) == set(MODELS) and all(0 <= m["f1"] <= 100 for m in meta["dev"].values())
 
 
 def test_every_scorer_gives_one_probability_per_input(setup):

@@ -29,7 +29,7 @@ from perspectrum.text.document import (
     split_sentences,
 )
 from perspectrum.errors import PerspectrumError
-from perspectrum.text.matching import MatchSettings, argument_scores, check_arguments, margins, match
+from perspectrum.text.matching import MatchSettings, argument_scores, check_arguments, margins, match_arguments
 from perspectrum.text.mining import MineSettings, candidates, mine, non_overlapping, read_candidates
 
 runner = CliRunner()
@@ -162,7 +162,7 @@ def test_margins_over_rival_arguments_by_hand() -> None:
 
 def test_match_takes_each_arguments_best_sentence() -> None:
     arguments = ["Animals suffer in captivity", "Tickets are too expensive", "Zoos protect species"]
-    found = match(ESSAY, arguments, WordEncoder(), MatchSettings(0.0, 0.0, 0.85))
+    found = match_arguments(ESSAY, arguments, WordEncoder(), MatchSettings(0.0, 0.0, 0.85))
     # with no margins an argument's score is its best sentence's cosine: {animals, suffer,
     # captivity} against {animals, suffer, captivity, small} is 3 / √(3 × 4) ≈ 0.866
     assert found[0].score == pytest.approx(3 / 12 ** 0.5, abs=1e-3)
@@ -170,7 +170,7 @@ def test_match_takes_each_arguments_best_sentence() -> None:
     assert found[2].sentence is not None and found[2].sentence.text.startswith("Zoos protect")
     assert all(f.made == (f.score >= 0.85) for f in found) and found[0].made
     assert all(ESSAY[f.sentence.start:f.sentence.end] == f.sentence.text for f in found if f.sentence)
-    assert not any(f.made for f in match(ESSAY, arguments, WordEncoder(), MatchSettings(0.0, 0.0, 1.5)))
+    assert not any(f.made for f in match_arguments(ESSAY, arguments, WordEncoder(), MatchSettings(0.0, 0.0, 1.5)))
 
 
 def test_check_arguments() -> None:

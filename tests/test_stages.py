@@ -16,11 +16,11 @@ import pytest
 import perspectrum
 from perspectrum.data import Claim, Cluster
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.pipeline import match, score
+from perspectrum.eval.pipeline import assign_clusters, score
 from perspectrum.train.tune_pipeline import CachingScorers, choose_floor
 from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
-from perspectrum.models.rules import average_linkage, keep, latin_script, ranked
-from perspectrum.pipeline.stages import ClaimState, Cluster as ClusterStage, Context, Member, Relevance, Stance, configure
+from perspectrum.models.rules import above, average_linkage, keep, latin_script, ranked
+from perspectrum.pipeline.stages import ClaimState, ClusterStage, Context, Member, Relevance, Stance, configure
 
 
 # ----------------------------------------------------------------------------- rules
@@ -29,8 +29,9 @@ def test_ranked_breaks_ties_by_id_and_keep_applies_the_floor_first() -> None:
     assert ranking == [(0.9, 3), (0.5, 9), (0.5, 10)]  # 9 before 10: by value, not as text
     relative = {"relative": True, "threshold": 0.5, "k": 5, "min_keep": 1}
     assert keep(ranking, relative) == [3, 9, 10]
-    assert keep(ranking, {**relative, "floor": 0.6}) == [3]
-    assert keep(ranking, {**relative, "floor": 0.95}) == []  # min_keep cannot lift what is under the floor
+    assert keep(above(ranking, 0.6), relative) == [3]
+    assert keep(above(ranking, 0.95), relative) == []  # min_keep cannot lift what is under the floor
+    assert above(ranking, 0.0) == ranking
     assert keep(ranking, {**relative, "threshold": 0.99}) == [3]
 
 
@@ -211,13 +212,17 @@ def test_retrieve_answers_a_claim_in_another_script_with_a_notice_not_a_search()
 
 def test_stage_settings_are_checked_by_name_and_type() -> None:
     assert configure(Stance, {"threshold": 0.7}).threshold == 0.7
-    with pytest.raises(PerspectrumError, match="unknown setting.*stance stage: treshold"):
+    with pytest.raises(PerspectrumError, match=r"unknown setting stance\.treshold \(known: threshold, margin\)"):
         configure(Stance, {"treshold": 0.7})
-    with pytest.raises(PerspectrumError, match="threshold must be float"):
+    with pytest.raises(PerspectrumError, match=r"setting stance\.threshold must be a finite number"):
         configure(Stance, {"threshold": "high"})
     for endless in (float("nan"), float("inf")):  # NaN would pass every cut, silently
-        with pytest.raises(PerspectrumError, match="threshold must be float"):
+        with pytest.raises(PerspectrumError, match=r"setting stance\.threshold must be a finite number"):
             configure(Stance, {"threshold": endless})
+    with pytest.raises(PerspectrumError, match=r"no setting stance\.threshold"):
+        configure(Stance, {"margin": 0.1})
+    with pytest.raises(PerspectrumError, match=r"^overrides: setting expand\.neighbours must be a whole number"):
+        perspectrum.PipelineConfig(overrides={"expand": {"neighbours": 2.5}})
     with pytest.raises(PerspectrumError, match="unknown stage"):
         perspectrum.PipelineConfig(overrides={"equivalence": {}})
     with pytest.raises(PerspectrumError, match="whole numbers"):
@@ -255,7 +260,7 @@ def test_found_and_all_scores_differ_by_hand() -> None:
 
 def test_clusters_are_matched_one_to_one() -> None:
     # returned {1, 3} and {2}: argmax overlap would give {1, 3} to both gold {1, 2} and {3}
-    assert match([(1, 2), (3,), (4,)], [[1, 3], [2]]) == {0: 1, 1: 0}
+    assert assign_clusters([(1, 2), (3,), (4,)], [[1, 3], [2]]) == {0: 1, 1: 0}
     result = Discovery("claim", "test", (_found((1, 3), "support", (10,)), _found((2,), "support", ())), {})
     s = score([_claim()], [result])
     # gold {1,2} gets {2}'s evidence (none), gold {3} gets {1,3}'s (10, not its 11): T4 is 0
@@ -281,3 +286,37 @@ def test_caching_scorers_answer_as_the_inner_ones_and_call_them_once() -> None:
     pairs = [("c", TEXTS[1]), ("c", TEXTS[3]), ("c", TEXTS[1])]
     assert cached.stance(pairs).tolist() == stance(pairs).tolist()
     assert cached.stance(pairs[:2]).tolist() == [0.9, 0.2] and calls == [[("c", TEXTS[1]), ("c", TEXTS[3])]]
+
+
+def test_each_stage_is_built_from_its_settings() -> None:
+    from perspectrum.models.settings import SETTINGS
+    from perspectrum.pipeline.stages import ORDER
+
+    assert [stage.__mro__[1] for stage in ORDER] == list(SETTINGS)
+    assert [stage.name for stage in ORDER] == [s.name for s in SETTINGS]
+
+
+def test_config_settings_take_the_models_then_the_pipeline_file_then_the_overrides() -> None:
+    """Each stage's settings, key order included (they are shown in --explain and results):
+    what tuning chooses at its default until tuned, the model's, the pipeline file's."""
+    tuned = {"relevance": {"weight": 0.2, "relative": True, "threshold": 0.7, "k": 50, "min_keep": 1, "floor": 0.4},
+             "stance": {"threshold": 0.6}, "equivalence": {"weight": 0.5, "threshold": 0.7},
+             "cluster": {"threshold": 0.8}, "evidence": {"relative": True, "threshold": 0.5, "k": 10, "min_keep": 1}}
+    settings = perspectrum.PipelineConfig(overrides={"stance": {"margin": 0.1}}).settings(tuned)
+    assert settings == {
+        "retrieve": {"candidates": 50},
+        "relevance": {"floor": 0.4, "weight": 0.2, "relative": True, "threshold": 0.7, "k": 30, "min_keep": 1},
+        "stance": {"margin": 0.1, "threshold": 0.6},
+        "cluster": {"weight": 0.5, "threshold": 0.8},
+        "expand": {"neighbours": 0, "agree": False, "weight": 0.5, "threshold": 0.8, "stance_threshold": 0.6},
+        "evidence": {"relative": True, "threshold": 0.5, "k": 10, "min_keep": 1, "depth": 20},
+        "verify": {"top": 1},
+    }
+    assert {name: list(values) for name, values in settings.items()} == {
+        "retrieve": ["candidates"], "relevance": ["floor", "weight", "relative", "threshold", "k", "min_keep"],
+        "stance": ["margin", "threshold"], "cluster": ["weight", "threshold"],
+        "expand": ["neighbours", "agree", "weight", "threshold", "stance_threshold"],
+        "evidence": ["relative", "threshold", "k", "min_keep", "depth"], "verify": ["top"]}
+    built = [configure(stage, settings[stage.name]) for stage in perspectrum.pipeline.stages.ORDER]
+    assert built[4].stance_threshold == 0.6 and built[1].cut == {"relative": True, "threshold": 0.7, "k": 30,
+                                                                  "min_keep": 1}

@@ -22,7 +22,8 @@ from perspectrum.data import CLAIMS_FILE, data_checksum, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval import trained
 from perspectrum.index.store import IndexStore
-from perspectrum.models.store import TASKS, load_task, read_meta
+from perspectrum.models.settings import MODELS
+from perspectrum.models.store import load_task, read_meta
 from perspectrum.models.evidence_ranker import RANKER_FILE, Debate, EvidenceRanker, Featurizer
 from perspectrum.models.scorers import CROSS_ENCODED
 from perspectrum.train.tasks import _tune_on_dev, train_task
@@ -133,7 +134,7 @@ def test_stored_thresholds_are_the_dev_optimum(trained_dir):
     data, indexes, models = trained_dir
     dataset = load_dataset(data, verify=False)
     dev = dataset.split("dev")[:4]
-    for task in TASKS:
+    for task in MODELS:
         members = load_task(models, task) if task in CROSS_ENCODED else []
         ranker = EvidenceRanker.load(models / task) if task == "evidence" else None
         scores = trained.score_split(task, members, dataset, dev, IndexStore(indexes), ranker=ranker)
@@ -232,9 +233,9 @@ def test_test_labels_never_reach_any_model_setting_or_the_ranker(tmp_path, train
     _, indexes, models = trained_dir
     relabelled = load_dataset(_relabel(tmp_path / "data", "test"), verify=False)
     store, again = IndexStore(indexes), tmp_path / "models"
-    for task in TASKS:
+    for task in MODELS:
         train_task(task, relabelled, store, again, seed=13, is_quick=True)
-    for task in TASKS:
+    for task in MODELS:
         original = json.loads((models / task / META_FILE).read_text())
         retrained = json.loads((again / task / META_FILE).read_text())
         assert original["thresholds"] and original["dev"]
@@ -257,7 +258,7 @@ def test_the_same_change_to_dev_labels_does_move_them(tmp_path, trained_dir):
     store = IndexStore(indexes)
     ranker = EvidenceRanker.load(models / "evidence")
     relabelled = load_dataset(_relabel(tmp_path / "data", "dev"), verify=False)
-    for task in TASKS:
+    for task in MODELS:
         card = json.loads((models / task / META_FILE).read_text())
         members = load_task(models, task) if task in CROSS_ENCODED else []
         changes = _tune_on_dev(task, members, relabelled, store, is_quick=True,

@@ -49,7 +49,7 @@ on both inputs side by side.
 what relevance kept; T2 from stance (≥ 0.5 reads as *support*) over the gold pairs that
 reached stance (*found*) and over all of them (a missed one counts as "undermine"); T3
 from the returned clusters; T4 with gold clusters matched one to one to the clusters
-evidence was asked about (:func:`perspectrum.eval.pipeline.match`), over the matched
+evidence was asked about (:func:`perspectrum.eval.pipeline.assign_clusters`), over the matched
 gold clusters and over all; T5 strict (all) and found. Tasks outside the chain (mine,
 match) are scored by the functions named in :data:`STANDALONE`.
 
@@ -69,15 +69,15 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any, Protocol
 
+from perspectrum._checks import is_whole
 from perspectrum._progress import progress
 from perspectrum.data import Claim, ClusterKey, Dataset
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.ir import percent
-from perspectrum.eval.metrics import t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
-from perspectrum.eval.pipeline import _found_claims, match
+from perspectrum.eval.metrics import percent, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
+from perspectrum.eval.pipeline import _found_claims, assign_clusters
 from perspectrum.index.search import DocId
 
 #: Every task a system may declare.
@@ -275,7 +275,7 @@ def check_scorable(system: Any, oracle: Sequence[str], name: str) -> None:
 
 
 def _pool_id(item: Any, pool: Any, where: str) -> DocId:
-    key = int(item) if isinstance(item, Integral) and not isinstance(item, bool) else item
+    key = int(item) if is_whole(item) else item
     if isinstance(key, (int, str)) and key in pool:
         return key
     raise PerspectrumError(f"{where} answered {item!r}, which is not an id of the pool")
@@ -404,7 +404,7 @@ def score_run(claims: Sequence[Claim], run: Run) -> dict[str, Any]:
         matched: set[ClusterKey] = set()
         for claim, clusters, answer in zip(claims, inputs["evidence"], outputs["evidence"]):
             pairs = (dict(enumerate(range(len(clusters)))) if run.read["evidence"] == "gold"
-                     else match([k.pids for k in claim.clusters], clusters))
+                     else assign_clusters([k.pids for k in claim.clusters], clusters))
             for index, returned in pairs.items():
                 predicted[(claim.cid, index)] = answer[returned]
                 matched.add((claim.cid, index))

@@ -24,7 +24,8 @@ import numpy as np
 
 from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset, Pool
-from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
+from perspectrum.eval.metrics import (ClusterKey, percent, t1_relevance, t2_stance, t3_equivalence, t4_evidence,
+                                      t5_overall)
 from perspectrum.index.store import BACKENDS, IndexStore
 from perspectrum.index.search import Hit, HybridSearcher, Searcher
 
@@ -79,11 +80,6 @@ def best_of(candidates: Sequence[Any], objective: Callable[[Any], float]) -> tup
     """The candidate with the best objective (first one on ties) and its value."""
     best = max(candidates, key=objective)
     return best, objective(best)
-
-
-def percent(metrics: Mapping[str, float]) -> dict[str, float]:
-    """Fractions to percent, counts left alone, for display and JSON."""
-    return {k: (round(v * 100, 2) if k not in ("pairs", "clusters") else int(v)) for k, v in metrics.items()}
 
 
 class Retrieval:

@@ -19,7 +19,7 @@ their word2vec baseline). Every threshold, weight and depth is chosen on dev.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ from perspectrum._progress import progress
 from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.ir import best_of
-from perspectrum.eval.metrics import _prf
+from perspectrum.eval.metrics import _prf, percent
 from perspectrum.text.matching import MatchSettings, margins, read_text
 from perspectrum.models.rules import blend
 
@@ -143,7 +143,7 @@ def score_documents(docs: Sequence[MatchDocument], scorers: Any, encoder: Any, s
 
 
 def decide(scored: Sequence[Scored], settings: MatchSettings | CrossSettings) -> list[list[bool]]:
-    """What each setting answers, from stored scores: :func:`perspectrum.text.matching.match`'s
+    """What each setting answers, from stored scores: :func:`perspectrum.text.matching.match_arguments`'s
     rule for :class:`MatchSettings`, the cross-encoder sentence-max for :class:`CrossSettings`."""
     out = []
     for doc in scored:
@@ -175,8 +175,8 @@ GRIDS: dict[str, list[MatchSettings | CrossSettings]] = {
 }
 
 
-def _percent(metrics: Mapping[str, float]) -> dict[str, float]:
-    return {k: (int(v) if k in ("documents", "arguments") else round(v * 100, 2)) for k, v in metrics.items()}
+#: The figures of :func:`score_decisions` that count (kept whole by :func:`~perspectrum.eval.metrics.percent`).
+COUNTS = ("documents", "arguments")
 
 
 def _searcher(pipe: Any) -> Any:
@@ -206,8 +206,8 @@ def tune_match(dataset: Dataset, pipe: Any, tune_split: str = "dev", show_progre
     systems: dict[str, dict[str, Any]] = {}
     for name, grid in GRIDS.items():
         setting, figures = tune(docs, scored, grid)
-        systems[name] = {"setting": asdict(setting), tune_split: _percent(figures)}
-    systems["always_yes"] = {tune_split: _percent(score_decisions(docs, [[True] * len(d.made) for d in docs]))}
+        systems[name] = {"setting": asdict(setting), tune_split: percent(figures, COUNTS)}
+    systems["always_yes"] = {tune_split: percent(score_decisions(docs, [[True] * len(d.made) for d in docs]), COUNTS)}
     return {"system": pipe.system, "tuned_on": tune_split, "wrong_per_document": WRONG,
             "documents": {tune_split: _counts(docs)}, "systems": systems,
             "margin_over_embedding": round(systems["competitive_sentence_max"][tune_split]["accuracy"]
@@ -235,7 +235,7 @@ def evaluate_match(dataset: Dataset, pipe: Any, tuned: dict[str, Any], split: st
             kind = CrossSettings if "depth" in record["setting"] else MatchSettings
             decisions = decide(scored, kind(**record["setting"]))
         systems[name] = {**({"setting": record["setting"]} if "setting" in record else {}),
-                         split: _percent(score_decisions(docs, decisions))}
+                         split: percent(score_decisions(docs, decisions), COUNTS)}
     return {"system": pipe.system, "split": split, "tuned_on": tuned["tuned_on"], "wrong_per_document": WRONG,
             "documents": {split: _counts(docs)}, "systems": systems,
             "margin_over_embedding": round(systems["competitive_sentence_max"][split]["accuracy"]
@@ -263,4 +263,4 @@ def score_system(system: Any, dataset: Dataset, split: str, show_progress: bool 
                                            f"({len(doc.arguments)})")
                 decisions.append([bool(a) for a in answer])
             advance(len(batch))
-    return _percent(score_decisions(docs, decisions))
+    return percent(score_decisions(docs, decisions), COUNTS)

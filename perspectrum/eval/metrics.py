@@ -1,7 +1,7 @@
 """T1–T5 of Chen et al. (NAACL 2019), Section 5.2, as pure functions over plain dicts.
 
 Each function takes the gold claims of a split and a system's predictions, never
-changes its inputs, and returns a dict of fractions in [0, 1] (percent is for display).
+changes its inputs, and returns a dict of fractions in [0, 1] (:func:`percent` is for display).
 All values are computed here, not by a library, because the paper's definitions
 (per-claim and per-cluster macro averages) are not standard IR metrics; each docstring
 states its formula and denominator so it can be checked by eye.
@@ -9,7 +9,7 @@ states its formula and denominator so it can be checked by eye.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import combinations
 
 from perspectrum.data import Claim, ClusterKey
@@ -174,3 +174,19 @@ def overlap_at_k(reference: Sequence[Sequence[object]], candidate: Sequence[Sequ
         r, c = set(ref[:k]), set(cand[:k])
         shares.append(len(r & c) / len(r) if r else float(not c))
     return sum(shares) / len(shares) if shares else 1.0
+
+
+def percent(figures: Mapping[str, float], counts: Collection[str] = ("pairs", "clusters"),
+            shares: Collection[str] | None = None) -> dict[str, float]:
+    """Fractions to percent (two decimals), for display and JSON: every figure but the
+    ``counts`` (whole numbers, kept as ints), or, when ``shares`` are named, only those
+    (the others, such as averages and thresholds, rounded to three decimals)."""
+    out: dict[str, float] = {}
+    for key, value in figures.items():
+        if key in counts:
+            out[key] = int(value)
+        elif shares is None or key in shares:
+            out[key] = round(value * 100, 2)
+        else:
+            out[key] = round(value, 3)
+    return out

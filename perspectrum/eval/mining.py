@@ -32,7 +32,7 @@ import numpy as np
 from perspectrum._progress import progress
 from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.metrics import f1
+from perspectrum.eval.metrics import f1, percent
 from perspectrum.text.mining import Candidates, MinedUnit, MineSettings, non_overlapping, read_candidates
 from perspectrum.models.rules import blend
 
@@ -147,6 +147,10 @@ LENGTHS = (0.0, 0.15, 0.3, 0.5)
 CUTS = tuple(round(float(t), 2) for t in np.arange(-1.0, 5.001, 0.02))
 
 
+#: The figures of :func:`score_units` shown in percent (the others are counts and averages).
+SHARES = ("cluster_hit_share", "unit_precision", "f1", "f2", "stance_accuracy")
+
+
 @dataclass
 class Scored:
     """Every candidate of the documents, read once (features and the judge's verdicts)."""
@@ -206,18 +210,11 @@ def choose(docs: Sequence[MineDocument], scored: Scored) -> tuple[MineSettings, 
                     weights = MineSettings(claim, centre, first, length)
                     sweep = _sweep(docs, scored, weights)
                     top = max(sweep, key=lambda row: row[OBJECTIVE])
-                    tried.append({**asdict(weights), **_percent(top)})
+                    tried.append({**asdict(weights), **percent(top, (), SHARES)})
                     if best is None or top[OBJECTIVE] > best[0]:
                         best = (top[OBJECTIVE], MineSettings(claim, centre, first, length, top["threshold"]), top)
     assert best is not None
-    return best[1], _percent(best[2]), tried
-
-
-_SHARES = ("cluster_hit_share", "unit_precision", "f1", "f2", "stance_accuracy")
-
-
-def _percent(figures: Mapping[str, float]) -> dict[str, float]:
-    return {k: round(v * 100, 2) if k in _SHARES else round(v, 3) for k, v in figures.items()}
+    return best[1], percent(best[2], (), SHARES), tried
 
 
 def tune_mine(dataset: Dataset, pipe: Any, tune_split: str = "dev", show_progress: bool = False) -> dict[str, Any]:
@@ -238,9 +235,9 @@ def tune_mine(dataset: Dataset, pipe: Any, tune_split: str = "dev", show_progres
     every = score_units(dataset, docs, scored.verdicts)
     return {"system": pipe.system, "tuned_on": tune_split, "objective": OBJECTIVE, "setting": asdict(setting),
             "judge": {"weight": judge.weight, "threshold": judge.threshold}, tune_split: figures,
-            "relevance_only": _percent(relevance_only),
-            "every_candidate": _percent({k: every[k] for k in ("cluster_hit_share", "unit_precision",
-                                                               "units_per_document")}),
+            "relevance_only": percent(relevance_only, (), SHARES),
+            "every_candidate": percent({k: every[k] for k in ("cluster_hit_share", "unit_precision",
+                                                               "units_per_document")}, (), SHARES),
             "tried": tried,
             "candidates_per_document": round(sum(len(c.spans) for c in scored.candidates) / max(1, len(docs)), 2),
             "seconds": round(time.perf_counter() - started, 1)}
@@ -266,7 +263,8 @@ def evaluate_mine(dataset: Dataset, pipe: Any, split: str = "test", settings: Mi
             advance(1)
     seconds = time.perf_counter() - started
     verdicts = judged(dataset, docs, [[u.text for u in doc_units] for doc_units in units], judge)
-    figures = _percent(score_units(dataset, docs, verdicts, [[u.stance for u in du] for du in units]))
+    figures = percent(score_units(dataset, docs, verdicts, [[u.stance for u in du] for du in units]), (),
+                      SHARES)
     return {"system": pipe.system, "split": split, "setting": asdict(settings),
             "judge": {"weight": judge.weight, "threshold": judge.threshold}, split: figures,
             "seconds_per_document": round(seconds / max(1, len(docs)), 3),
@@ -310,4 +308,4 @@ def score_system(system: Any, dataset: Dataset, split: str, show_progress: bool 
             advance(len(batch))
     verdicts = judged(dataset, docs, [[d.text[a:b] for a, b, _ in du] for d, du in zip(docs, units)],
                       Judge(pipe.scorers, pipe.store.encoder))
-    return _percent(score_units(dataset, docs, verdicts, [[s for _, _, s in du] for du in units]))
+    return percent(score_units(dataset, docs, verdicts, [[s for _, _, s in du] for du in units]), (), SHARES)

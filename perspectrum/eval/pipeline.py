@@ -12,7 +12,7 @@ propagates through the pipeline.
   and over *all* gold pairs (a missed perspective counts as a wrong "undermine").
 - T3 from the returned clusters: two gold perspectives are called equivalent when one
   returned cluster holds both (a missed perspective is equivalent to nothing).
-- T4: gold clusters and returned clusters are matched one to one (:func:`match`) and a
+- T4: gold clusters and returned clusters are matched one to one (:func:`assign_clusters`) and a
   gold cluster is scored on its match's evidence; over the gold clusters the pipeline
   found, and over all (a missed cluster has no evidence).
 - T5 two ways: *strict*, T1 × T2 × T4 over all pairs and clusters (every miss counts in
@@ -34,14 +34,16 @@ import numpy as np
 from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval import offtopic
-from perspectrum.eval.ir import percent
-from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
+from perspectrum.eval.metrics import (ClusterKey, percent, t1_relevance, t2_stance, t3_equivalence, t4_evidence,
+                                      t5_overall)
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.trained import PAPER_BERT, PAPER_HUMAN, T_OF
+from perspectrum.eval.trained import PAPER_BERT, PAPER_HUMAN
 from perspectrum.pipeline.pipeline import Discovery, Pipeline
 from perspectrum.models.evidence_ranker import Debate
 from perspectrum.models.rules import keep, ranked
-from perspectrum.pipeline.stages import Evidence, configure
+from perspectrum.models.settings import MODELS
+from perspectrum.models.store import T_METRIC
+from perspectrum.pipeline.stages import EvidenceStage, configure
 
 
 def _found_claims(claims: Sequence[Claim], found: dict[int, set[int]]) -> list[Claim]:
@@ -53,7 +55,7 @@ def _found_claims(claims: Sequence[Claim], found: dict[int, set[int]]) -> list[C
     return out
 
 
-def match(gold: Sequence[Sequence[int]], returned: Sequence[Sequence[int]]) -> dict[int, int]:
+def assign_clusters(gold: Sequence[Sequence[int]], returned: Sequence[Sequence[int]]) -> dict[int, int]:
     """Gold cluster index → returned cluster index, one to one, most shared perspectives overall.
 
     The assignment (Hungarian, ``scipy.optimize.linear_sum_assignment``) maximises the
@@ -103,7 +105,7 @@ def score(claims: Sequence[Claim], results: Sequence[Discovery]) -> dict[str, An
         both += bool(result.supporting) and bool(result.undermining)
         emptied += not result.perspectives
         same[claim.cid] = {pair for group in groups for pair in combinations(group, 2)}
-        for index, returned in match([k.pids for k in claim.clusters], groups).items():
+        for index, returned in assign_clusters([k.pids for k in claim.clusters], groups).items():
             evidence_all[(claim.cid, index)] = [int(e.id) for e in result.perspectives[returned].evidence]
             matched.add((claim.cid, index))
     found = {cid: set(pids) for cid, pids in relevant.items()}
@@ -139,13 +141,14 @@ def gold_input_evidence(dataset: Dataset, claims: Sequence[Claim], results: Sequ
     cluster with the clusters the pipeline returned for the claim as siblings (all but
     the one matched to it), as a system that only knows its own answer would have.
     """
-    stage = configure(Evidence, pipe.settings["evidence"])
+    stage = configure(EvidenceStage, pipe.settings["evidence"])
     gold: dict[Any, Debate] = {}
     predicted: dict[Any, Debate] = {}
     for claim, result in zip(claims, results):
         texts = [tuple(dataset.perspectives[p].text for p in k.pids) for k in claim.clusters]
         returned = [tuple(p.text for p in found.phrasings) for found in result.perspectives]
-        matched = match([k.pids for k in claim.clusters], [[int(p.id) for p in f.phrasings] for f in result.perspectives])
+        matched = assign_clusters([k.pids for k in claim.clusters],
+                                  [[int(p.id) for p in f.phrasings] for f in result.perspectives])
         for index, cluster in enumerate(claim.clusters):
             if cluster.evidence:
                 gold[(claim.cid, index)] = Debate(claim.text, (texts[index], *texts[:index], *texts[index + 1:]))
@@ -164,14 +167,14 @@ def gold_input_evidence(dataset: Dataset, claims: Sequence[Claim], results: Sequ
 
 def _oracle(models_dir: Path, split: str) -> dict[str, Any]:
     """The per-task scores on gold inputs recorded in each model's card (``evaluate --system trained``)."""
-    from perspectrum.models.store import TASKS, read_meta
+    from perspectrum.models.store import read_meta
 
     out = {}
-    for task in TASKS:
+    for model in MODELS:
         try:
-            out[T_OF[task]] = read_meta(models_dir, task).get(split)
+            out[T_METRIC[model]] = read_meta(models_dir, model).get(split)
         except PerspectrumError:  # a light-head pipeline has no cards; the column stays empty
-            out[T_OF[task]] = None
+            out[T_METRIC[model]] = None
     return out
 
 

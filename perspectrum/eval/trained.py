@@ -30,14 +30,16 @@ import numpy as np
 
 from perspectrum.encoders.cross_encoder import CrossEncoderModel, Pair
 from perspectrum.data import Claim, Dataset, Pool
-from perspectrum.eval.ir import best_of, percent
-from perspectrum.eval.metrics import ClusterKey, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
+from perspectrum.eval.ir import best_of
+from perspectrum.eval.metrics import (ClusterKey, percent, t1_relevance, t2_stance, t3_equivalence, t4_evidence,
+                                      t5_overall)
 from perspectrum.models.inputs import claim_perspective_input, equivalence_input
 from perspectrum.index.store import IndexStore
-from perspectrum.models.store import TASKS, load_task, read_meta, update_meta
+from perspectrum.models.store import T_METRIC, load_task, read_meta, update_meta
 from perspectrum.models.evidence_ranker import Debate, EvidenceRanker, Featurizer
 from perspectrum.models.rules import average_linkage, blend, keep, ranked
 from perspectrum.models.scorers import CROSS_ENCODED
+from perspectrum.models.settings import MODELS
 from perspectrum.index.search import Hit
 
 #: Dense candidates per claim for T1 (they cover 77.9 % of dev gold clusters; `evaluate --system ir` curves).
@@ -329,7 +331,6 @@ PAPER_HUMAN = {"t1": {"precision": 63.8, "recall": 83.8, "f1": 72.5},
                "t2": {"precision": 91.3, "recall": 90.6, "f1": 90.9},
                "t3": {"precision": 87.5, "recall": 80.2, "f1": 83.7},
                "t4": {"precision": 70.8, "recall": 53.1, "f1": 60.7}, "t5": 40.0}
-T_OF = {"relevance": "t1", "stance": "t2", "equivalence": "t3", "evidence": "t4"}
 
 
 def _folder_mb(folder: Path) -> float:
@@ -349,8 +350,8 @@ def evaluate_trained(dataset: Dataset, store: IndexStore, models_dir: str | Path
     """
     started = time.perf_counter()
     claims = dataset.split(split)
-    loaded = {task: load_task(models_dir, task) if task in CROSS_ENCODED else [] for task in TASKS}  # fail fast
-    metas = {task: read_meta(models_dir, task) for task in TASKS}
+    loaded = {task: load_task(models_dir, task) if task in CROSS_ENCODED else [] for task in MODELS}  # fail fast
+    metas = {task: read_meta(models_dir, task) for task in MODELS}
     ranker = EvidenceRanker.load(Path(models_dir) / "evidence")
     tasks: dict[str, Any] = {}
     curves: dict[str, Any] = {}
@@ -359,8 +360,8 @@ def evaluate_trained(dataset: Dataset, store: IndexStore, models_dir: str | Path
         setting = metas[task]["thresholds"]
         scores = score_split(task, members, dataset, claims, store, show_progress, timing, ranker)
         measured = percent(metric(task, claims, scores, setting))
-        tasks[T_OF[task]] = {**measured, "setting": setting, "members": len(members)}
-        curves[T_OF[task]] = [{k: (round(v * 100, 2) if k != "threshold" else v) for k, v in point.items()}
+        tasks[T_METRIC[task]] = {**measured, "setting": setting, "members": len(members)}
+        curves[T_METRIC[task]] = [{k: (round(v * 100, 2) if k != "threshold" else v) for k, v in point.items()}
                               for point in pr_curve(task, claims, scores, setting)]
         if record and split == "test":
             update_meta(models_dir, task, {split: measured})
@@ -374,7 +375,7 @@ def evaluate_trained(dataset: Dataset, store: IndexStore, models_dir: str | Path
         "paper": {"ir_bert": PAPER_BERT, "human": PAPER_HUMAN},
         "pr_curves": curves,
         "pairs_per_second": timing,
-        "model_mb": {task: _folder_mb(Path(models_dir) / task) for task in TASKS},
+        "model_mb": {task: _folder_mb(Path(models_dir) / task) for task in MODELS},
         "models": {task: {"seeds": m.get("seeds"), "train_seconds": m.get("train_seconds"),
                           "quick": m.get("quick")} for task, m in metas.items()},
         "seconds": round(time.perf_counter() - started, 1),

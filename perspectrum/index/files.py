@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perspectrum import integrity
+from perspectrum._checks import is_id
 from perspectrum.index.search import DocId
 
 META = "meta.json"
@@ -46,6 +47,6 @@ def read_docids(folder: Path, count: int) -> list[DocId]:
         ids = json.loads(f"[{lines.replace(chr(10), ',')}]")
     except ValueError:
         raise integrity.Damaged(f"{folder / DOCIDS} is not one JSON id per line") from None
-    if len(ids) != count or not all(isinstance(i, (int, str)) and not isinstance(i, bool) for i in ids):
+    if len(ids) != count or not all(is_id(i) for i in ids):
         raise integrity.Damaged(f"{folder / DOCIDS} does not hold the index's {count:,} ids")
     return ids

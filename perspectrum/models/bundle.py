@@ -39,15 +39,15 @@ from perspectrum.encoders.cross_encoder import META_FILE
 from perspectrum.errors import PerspectrumError
 from perspectrum.integrity import sha256_file
 from perspectrum.models.light_heads import light_kind, replacing
-from perspectrum.models.store import TASKS
 from perspectrum.models.scorers import PIPELINE_FILE, models_present
+from perspectrum.models.settings import MODELS
 
 MANIFEST = "manifest.json"
 #: Bumped when a bundle's layout changes; an installer refuses formats it does not know.
 FORMAT = 1
 #: The light heads' folder inside ``models/`` (as :mod:`perspectrum.pipeline.pipeline` names it).
 #: What a bundle carries, in the order listed: everything else in ``models/`` stays local.
-ENTRIES = (*TASKS, LIGHT_FOLDER, PIPELINE_FILE)
+ENTRIES = (*MODELS, LIGHT_FOLDER, PIPELINE_FILE)
 _BLOCK = 1 << 20
 
 
@@ -99,7 +99,7 @@ def inventory(models_dir: str | Path) -> dict[str, Any]:
     """
     root = Path(models_dir)
     entries = []
-    for task in TASKS:
+    for task in MODELS:
         meta = _read_json(root / task / META_FILE)
         if meta is not None:
             kind = "ranker + window verifier" if meta.get("kind") == "ranker" else "cross-encoder"
@@ -122,7 +122,7 @@ def inventory(models_dir: str | Path) -> dict[str, Any]:
 def _model_checksums(root: Path) -> dict[str, str]:
     """Each fine-tuned model's recorded data checksum."""
     found = {}
-    for task in TASKS:
+    for task in MODELS:
         meta = _read_json(root / task / META_FILE)
         if meta is not None:
             found[task] = str(meta.get("data_checksum"))
@@ -143,7 +143,7 @@ def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
     """
     root = Path(models_dir)
     present = [entry for entry in ENTRIES if (root / entry).exists()]
-    if not any(entry in present for entry in (*TASKS, LIGHT_FOLDER)):
+    if not any(entry in present for entry in (*MODELS, LIGHT_FOLDER)):
         raise PerspectrumError(f"nothing to export: {root} holds no trained models or light heads")
     for task, checksum in _model_checksums(root).items():
         if checksum != data_checksum:

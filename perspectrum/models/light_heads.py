@@ -44,8 +44,9 @@ from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.index.store import IndexStore
 from perspectrum.models.evidence_ranker import DEPTH, RANKER_FILE, Debate, EvidenceRanker, Featurizer, Key, WindowJob
-from perspectrum.models.scorers import (CROSS_ENCODED, STAGES, Pair, Triple, check_settings, fine_tuned,
-                                        merge_pipeline_file, model_scores, models_present, stored_settings)
+from perspectrum.models.scorers import (CROSS_ENCODED, Pair, Triple, fine_tuned, merge_pipeline_file, model_scores,
+                                        models_present, stored_settings)
+from perspectrum.models.settings import MODEL, MODELS, check_settings, model_settings
 
 HEADS_FILE = "heads.npz"
 META_FILE = "light.json"
@@ -55,9 +56,6 @@ VERSION = 4
 #: Dev tuning restricted to what the pipeline applies (see :mod:`perspectrum.models.scorers`).
 ONLY: dict[str, dict[str, Any]] = {"stance": {"centre": False}, "equivalence": {"method": "average"},
                                    "evidence": {"weight": 1.0, "aggregate": "max"}}
-#: The tuned keys each stage keeps in :attr:`LightScorers.settings`.
-SETTING_KEYS = {"relevance": ("weight", "relative", "threshold", "k", "min_keep"), "stance": ("threshold",),
-                "equivalence": ("weight", "threshold"), "evidence": ("relative", "threshold", "k", "min_keep")}
 
 
 def _cosines(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -163,7 +161,7 @@ class LightScorers:
     Args:
         heads: the fitted classifiers, one per stage of :data:`perspectrum.models.scorers.CROSS_ENCODED`.
         ranker: the fitted evidence ranker.
-        settings: the dev-tuned cut-offs (schema in :mod:`perspectrum.models.scorers`).
+        settings: the dev-tuned settings, by model (see :mod:`perspectrum.models.scorers`).
         store: gives the encoder and the evidence pool's indexes.
         evidence: the pool :meth:`evidence` retrieves from.
         trained: fine-tuned members that answer a stage instead of its head (a stance model
@@ -248,8 +246,8 @@ class LightScorers:
                 raise StaleHeads(f"the light heads in {folder} are of another kind or version")
             files = integrity.recorded(meta.get("files"), folder / META_FILE, [HEADS_FILE, RANKER_FILE])
             integrity.check(folder, files, [HEADS_FILE, RANKER_FILE])
-            settings = {stage: {k: meta["settings"][stage][k] for k in SETTING_KEYS[stage]} for stage in STAGES}
-            check_settings(settings, folder / META_FILE)
+            settings = {model: model_settings(model, meta["settings"][model]) for model in MODELS}
+            check_settings(settings, folder / META_FILE, MODEL)
             with np.load(folder / HEADS_FILE, allow_pickle=False) as saved:
                 heads = {stage: LinearHead.from_arrays(saved, f"{stage}.") for stage in CROSS_ENCODED}
             ranker = EvidenceRanker.load(folder)

@@ -6,7 +6,8 @@ knows about labels or metrics.
 
 - :func:`ranked`: blend a model score with a prior and sort, best first, with one
   tie-break (the id) so every ranking is reproducible;
-- :func:`keep`: cut a ranking by an absolute floor, a fraction of the best, a cap;
+- :func:`above` / :func:`keep`: cut a ranking by an absolute floor, then by a fraction of
+  the best and a cap;
 - :func:`latin_script`: whether a claim is written in the alphabet the models read;
 - :func:`average_linkage` / :func:`groups`: cluster a similarity matrix;
 - :data:`EVIDENCE_STRIDE`: how windows step through a paragraph.
@@ -39,17 +40,22 @@ def ranked(scores: Iterable[tuple[Any, float]]) -> list[tuple[float, Any]]:
     return sorted(((float(s), item) for item, s in scores), key=lambda pair: (-pair[0], _id_order(pair[1])))
 
 
+def above(ranking: Sequence[tuple[float, Any]], floor: float) -> list[tuple[float, Any]]:
+    """The ranking without what scores under an absolute ``floor`` (at or below 0: all of it).
+
+    It comes before :func:`keep`, so nothing under it is kept, not even for ``min_keep``,
+    and an off-topic query can keep nothing.
+    """
+    return [pair for pair in ranking if pair[0] >= floor] if floor > 0 else list(ranking)
+
+
 def keep(ranking: Sequence[tuple[float, Any]], setting: Mapping[str, Any]) -> list[Any]:
     """The ids a cut-off setting keeps from a ranking (best first, as :func:`ranked` gives).
 
     With ``relative`` the floor is ``threshold`` × the best score (claims differ in how
     many perspectives they have; a fixed floor cannot follow that), else ``threshold``
-    itself. At most ``k`` are kept, and at least the top ``min_keep``. An absolute
-    ``floor`` (optional, default 0) comes before everything: nothing under it is kept,
-    not even for ``min_keep``, so an off-topic query can keep nothing.
+    itself. At most ``k`` are kept, and at least the top ``min_keep``.
     """
-    floor = setting.get("floor", 0.0)
-    ranking = [pair for pair in ranking if pair[0] >= floor] if floor > 0 else list(ranking)
     if not ranking:
         return []
     cut = setting["threshold"] * ranking[0][0] if setting["relative"] else setting["threshold"]

@@ -6,38 +6,20 @@ evidence ranker of ``perspectrum train``) and :class:`perspectrum.models.light_h
 minute or two on a fresh machine, with any fine-tuned model in a head's place). The pipeline never knows which it holds: each answers the same five
 questions and carries the cut-offs that were tuned on dev for its own scores.
 
-Settings (``Scorers.settings``), one dict per stage:
-
-=============  =====================================================================
-stage          keys
-=============  =====================================================================
-relevance      ``weight`` (model vs dense cosine), ``relative``, ``threshold``, ``k``,
-               ``min_keep`` — as :func:`perspectrum.eval.trained.keep` takes them
-stance         ``threshold`` on P(support)
-equivalence    ``weight`` (model vs dense cosine), ``threshold`` (a pair is the same
-               perspective at or above it; clusters are cut at distance 1 − threshold)
-evidence       ``relative``, ``threshold``, ``k``, ``min_keep`` on P(evidence)
-expand         ``neighbours`` (optional; pool paraphrases read per cluster, 0 = off),
-               ``agree`` (optional; admit only paraphrases the stance model puts on
-               their cluster's side)
-=============  =====================================================================
-
-The pipeline-level settings (the relevance ``floor``, the stance ``margin``, the
-clustering cut for retrieved perspectives, expand's ``neighbours`` and ``agree``) are
-chosen on dev for a whole set of models by ``perspectrum tune`` and stored beside them
-in ``pipeline.json`` (:data:`PIPELINE_FILE`), keyed by pipeline stage; without it they
-default to :data:`PIPELINE_DEFAULTS` (no floor, strict stance split, the equivalence
-model's own cut, no expansion).
-
-Every setting is a number except the switches ``relative`` and ``agree`` (true or
-false); ``k``, ``min_keep`` and ``neighbours`` are whole numbers. The files that hold
-them are JSON a person may edit, so :func:`check_settings` reads each one against that.
+Settings (``Scorers.settings``) hold what was chosen on dev, as
+:mod:`perspectrum.models.settings` names it (the one schema of every setting, its type
+and default): under each model's name, the settings its own tuning chose for its stage
+(``relevance``, ``stance``, ``equivalence`` for the cluster stage, ``evidence``), read from
+the model's files; and under a stage's name, what ``perspectrum tune`` chose for the
+pipeline as a whole (the relevance ``floor``, the stance ``margin``, a stricter clustering
+cut for retrieved perspectives, expand's ``neighbours`` and ``agree``), stored beside the
+models in ``pipeline.json`` (:data:`PIPELINE_FILE`). What neither holds takes the stage's
+default. Every file is checked by :func:`perspectrum.models.settings.check_settings` when
+it is read.
 """
 
 from __future__ import annotations
 
-import math
-import reprlib
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -50,25 +32,12 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.models.inputs import claim_perspective_input, equivalence_input
 from perspectrum.index.store import IndexStore
 from perspectrum.models.evidence_ranker import DEPTH, Debate, Featurizer, Key, WindowJob
+from perspectrum.models.settings import MODEL, MODELS, PIPELINE, UnknownSetting, check_settings, model_settings
 
-STAGES = ("relevance", "stance", "equivalence", "evidence")
-#: The stages a fine-tuned cross-encoder answers (evidence is the ranker's).
+#: The models a fine-tuned cross-encoder is (the evidence model is the ranker).
 CROSS_ENCODED = ("relevance", "stance", "equivalence")
 #: Settings chosen on dev for the pipeline as a whole, beside a set of models.
 PIPELINE_FILE = "pipeline.json"
-PIPELINE_DEFAULTS: dict[str, dict[str, Any]] = {"relevance": {"floor": 0.0}, "stance": {"margin": 0.0},
-                                                "expand": {"neighbours": 0, "agree": False}}
-#: What ``pipeline.json`` may set, per stage: the defaults' keys, and the clustering cut
-#: (the equivalence model's own, tuned on gold perspectives, unless the pipeline's tuning
-#: found a stricter one better for retrieved perspectives).
-PIPELINE_KEYS: dict[str, frozenset[str]] = {**{stage: frozenset(v) for stage, v in PIPELINE_DEFAULTS.items()},
-                                            "cluster": frozenset({"threshold"})}
-#: The settings that are true or false, and those that count (whole numbers, at least 0);
-#: every other setting is a finite number (see the module docstring).
-SWITCHES = frozenset({"relative", "agree"})
-COUNTS = frozenset({"k", "min_keep", "neighbours"})
-#: The evidence ranker's cut-off, as ``models/evidence/perspectrum.json`` stores it.
-RANKER_KEYS = ("relative", "threshold", "k", "min_keep")
 #: (claim, perspective) · (claim, perspective 1, perspective 2)
 Pair = tuple[str, str]
 Triple = tuple[str, str, str]
@@ -79,7 +48,7 @@ class Scorers(Protocol):
 
     #: "trained" or "light", shown to users and written into every result.
     kind: str
-    #: Dev-tuned cut-offs per stage (see the module docstring).
+    #: Dev-tuned settings by model and by stage (see the module docstring).
     settings: dict[str, dict[str, Any]]
 
     def relevance(self, pairs: Sequence[Pair]) -> np.ndarray:
@@ -121,16 +90,16 @@ class TrainedScorers:
     kind = "trained"
 
     def __init__(self, models_dir: str | Path, store: IndexStore, evidence: Pool) -> None:
-        from perspectrum.models.store import TASKS, read_meta
+        from perspectrum.models.store import read_meta
 
         self.models_dir = Path(models_dir)
         self.store = store
         self.evidence_pool = evidence
-        metas = {task: read_meta(self.models_dir, task) for task in TASKS}
+        metas = {model: read_meta(self.models_dir, model) for model in MODELS}
         if metas["evidence"].get("ranker_thresholds") is None:
             raise PerspectrumError(f"{self.models_dir / 'evidence'} has no ranker cut-off: "
                                    "run `perspectrum train evidence --tune-only`")
-        self.settings = {task: stored_settings(self.models_dir, task, metas[task]) for task in STAGES}
+        self.settings = {model: stored_settings(self.models_dir, model, metas[model]) for model in MODELS}
         merge_pipeline_file(self.settings, self.models_dir)
         self._loaded: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -180,67 +149,33 @@ def model_scores(members: Sequence[Any], task: str, items: Sequence[Pair] | Sequ
     return np.mean([m.score(inputs) for m in members], axis=0)
 
 
-def stored_settings(models_dir: Path, task: str, meta: Mapping[str, Any]) -> dict[str, Any]:
-    """A trained model's dev-tuned cut-offs from its ``perspectrum.json``, checked; a damaged
-    or hand-edited file that cannot be used is a one-line error naming it."""
+def stored_settings(models_dir: Path, model: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """What a trained model's dev tuning chose for its stage, from its ``perspectrum.json``
+    (``thresholds``; the evidence ranker's ``ranker_thresholds``), checked; a damaged or
+    hand-edited file that cannot be used is a one-line error naming it."""
     from perspectrum.encoders.cross_encoder import META_FILE
 
-    path = models_dir / task / META_FILE
+    path = models_dir / model / META_FILE
     try:
-        values = (model_settings(task, meta) if task in CROSS_ENCODED
-                  else {k: meta["ranker_thresholds"][k] for k in RANKER_KEYS})
+        values = model_settings(model, meta["thresholds" if model in CROSS_ENCODED else "ranker_thresholds"])
     except (KeyError, TypeError, AttributeError) as exc:
         why = f"no setting {exc}" if isinstance(exc, KeyError) else "its thresholds are not a JSON object"
-        raise PerspectrumError(f"{path} is damaged ({why}): run `perspectrum train {task} --tune-only` "
+        raise PerspectrumError(f"{path} is damaged ({why}): run `perspectrum train {model} --tune-only` "
                                "to choose its cut-offs again") from None
-    check_settings({task: values}, path)
+    check_settings({model: values}, path, MODEL)
     return values
 
 
-def model_settings(task: str, meta: Mapping[str, Any]) -> dict[str, Any]:
-    """A fine-tuned model's dev-tuned cut-offs, as its stage reads them (one of :data:`CROSS_ENCODED`)."""
-    thresholds = meta["thresholds"]
-    keys = {"relevance": tuple(thresholds), "stance": ("threshold",), "equivalence": ("weight", "threshold")}[task]
-    return {k: thresholds[k] for k in keys}
-
-
 def fine_tuned(models_dir: str | Path) -> tuple[str, ...]:
-    """The tasks with a fine-tuned model in ``models_dir`` (the ranker is checked on load)."""
+    """The models trained into ``models_dir`` (the ranker is checked on load)."""
     from perspectrum.encoders.cross_encoder import META_FILE
-    from perspectrum.models.store import TASKS
 
-    return tuple(task for task in TASKS if (Path(models_dir) / task / META_FILE).is_file())
+    return tuple(model for model in MODELS if (Path(models_dir) / model / META_FILE).is_file())
 
 
 def models_present(models_dir: str | Path) -> bool:
     """Whether ``models_dir`` holds all four trained models."""
-    from perspectrum.models.store import TASKS
-
-    return fine_tuned(models_dir) == TASKS
-
-
-def check_settings(settings: Mapping[str, Mapping[str, Any]], where: str | Path) -> None:
-    """Refuse a stored setting of the wrong type with one line naming ``where`` (the file)
-    and the key: a switch must be true or false, a count a whole number, anything else a
-    finite number (see the module docstring).
-
-    A cut-off edited by hand to ``"high"``, ``null`` or a list would otherwise fail as a
-    TypeError deep inside a stage, and one edited to ``NaN`` would not fail at all: every
-    comparison with it is false, so a stage would silently keep nothing (or everything).
-    """
-    for stage, values in settings.items():
-        if not isinstance(values, Mapping):
-            raise PerspectrumError(f"{where}: the {stage} settings must be a JSON object, not {reprlib.repr(values)}")
-        for key, value in values.items():
-            if key in SWITCHES:
-                wanted, fits = "true or false", isinstance(value, bool)
-            elif key in COUNTS:
-                wanted, fits = "a whole number", isinstance(value, int) and not isinstance(value, bool) and value >= 0
-            else:
-                wanted = "a finite number"
-                fits = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            if not fits:
-                raise PerspectrumError(f"{where}: setting {stage}.{key} must be {wanted}, not {reprlib.repr(value)}")
+    return fine_tuned(models_dir) == MODELS
 
 
 def merge_pipeline_file(settings: dict[str, dict[str, Any]], folder: str | Path) -> None:
@@ -256,23 +191,11 @@ def merge_pipeline_file(settings: dict[str, dict[str, Any]], folder: str | Path)
         return
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))["settings"]
-        for stage, values in stored.items():
-            if stage not in PIPELINE_KEYS or isinstance(values, Mapping) and set(values) - PIPELINE_KEYS[stage]:
-                raise ValueError(f"unexpected setting under {stage!r}")
-        check_settings(stored, path)
+        check_settings(stored, path, PIPELINE)
         for stage, values in stored.items():
             settings.setdefault(stage, {}).update(values)
+    except UnknownSetting as exc:
+        raise PerspectrumError(f"{path} is damaged (unexpected setting {exc.name}): run `perspectrum tune` again "
+                               "or delete it") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise PerspectrumError(f"{path} is damaged ({exc}): run `perspectrum tune` again or delete it") from None
-
-
-def tuned_settings(scorers: Scorers) -> dict[str, dict[str, Any]]:
-    """The dev-tuned settings of ``scorers`` keyed by pipeline stage, defaults filled in."""
-    tuned = scorers.settings
-    return {
-        "relevance": {**PIPELINE_DEFAULTS["relevance"], **tuned["relevance"]},
-        "stance": {**PIPELINE_DEFAULTS["stance"], **tuned["stance"]},
-        "cluster": {**tuned["equivalence"], **tuned.get("cluster", {})},
-        "expand": {**PIPELINE_DEFAULTS["expand"], **tuned.get("expand", {})},
-        "evidence": dict(tuned["evidence"]),
-    }

@@ -25,8 +25,6 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.integrity import CARD
 from perspectrum.models.evidence_ranker import RANKER_FILE, EvidenceRanker
 
-TASKS = ("relevance", "stance", "equivalence", "evidence")
-
 #: What each model reads and says, for the card.
 PURPOSE = {
     "relevance": "(claim, perspective) → is the perspective relevant to the claim?",
@@ -35,8 +33,8 @@ PURPOSE = {
     "evidence": "(claim, every perspective cluster, paragraph) → P(the paragraph is this cluster's evidence), "
                 "and which 3-sentence window states it",
 }
-#: Which paper metric each task's model is scored with.
-T_METRIC = {"relevance": "T1", "stance": "T2", "equivalence": "T3", "evidence": "T4"}
+#: Which of the paper's metrics (T1–T4) each model is scored with, as evaluation's results name them.
+T_METRIC = {"relevance": "t1", "stance": "t2", "equivalence": "t3", "evidence": "t4"}
 
 
 def _fmt_metrics(metrics: Mapping[str, Any] | None) -> str:
@@ -132,8 +130,8 @@ def render_card(meta: Mapping[str, Any]) -> str:
         "",
         "## Metrics",
         "",
-        f"- dev ({T_METRIC[task]}): {_fmt_metrics(meta.get('dev'))}",
-        f"- test ({T_METRIC[task]}): {_fmt_metrics(meta.get('test'))}",
+        f"- dev ({T_METRIC[task].upper()}): {_fmt_metrics(meta.get('dev'))}",
+        f"- test ({T_METRIC[task].upper()}): {_fmt_metrics(meta.get('test'))}",
         "",
         "Use it through `perspectrum` (`CrossEncoderModel.load`), or with transformers' "
         "`AutoModelForSequenceClassification` and a sigmoid over the single logit.",

@@ -30,17 +30,16 @@ import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 from perspectrum import config as folders
+from perspectrum._checks import is_whole, whole
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.text.document import check_document
 from perspectrum.index.store import DEFAULT_BACKEND, IndexStore
-from perspectrum.text.matching import ArgumentMatch, MatchSettings, check_arguments
-from perspectrum.text.matching import match as match_arguments
+from perspectrum.text.matching import ArgumentMatch, MatchSettings, check_arguments, match_arguments
 from perspectrum.text.mining import MinedUnit, MineSettings, mine
 from perspectrum.pipeline.results import (
     SCHEMA_VERSION,
@@ -50,9 +49,11 @@ from perspectrum.pipeline.results import (
     Phrasing,
     confidence,
 )
-from perspectrum.models.scorers import Scorers, tuned_settings
+from perspectrum.models.scorers import Scorers
+from perspectrum.models.settings import PIPELINE, check_settings, defaults, followed
 from perspectrum.index.search import HybridSearcher
-from perspectrum.pipeline.stages import EVIDENCE_STAGES, ORDER, ClaimState, Context, Stage, configure
+from perspectrum.pipeline.stages import (EVIDENCE_STAGES, ORDER, ClaimState, Context, EvidenceStage, Retrieve, Stage, Verify,
+                                         configure)
 from perspectrum.text.sentences import checked
 
 __all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery", "EvidenceHit", "NotPrepared",
@@ -112,7 +113,8 @@ class PipelineConfig:
     them (``models/<task>/perspectrum.json``, ``models/pipeline.json``, or
     ``models/light/``); ``overrides`` changes any stage's setting by name, e.g.
     ``{"relevance": {"threshold": 0.8}, "expand": {"neighbours": 0}}``. Unknown stages,
-    unknown keys and values of the wrong type are one-line errors.
+    unknown keys and values of the wrong type are one-line errors, here. Every setting,
+    its type and its default is in :mod:`perspectrum.models.settings`.
 
     Attributes:
         candidates: perspectives retrieved per claim and read by the relevance model.
@@ -124,46 +126,44 @@ class PipelineConfig:
         overrides: per-stage changes, keyed by stage name (:data:`STAGE_NAMES`).
     """
 
-    candidates: int = 50
+    candidates: int = Retrieve.candidates
     max_perspectives: int = 30
-    evidence_depth: int = 20
-    verify_top: int = 1
+    evidence_depth: int = EvidenceStage.depth
+    verify_top: int = Verify.top
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         numbers = (self.candidates, self.max_perspectives, self.evidence_depth, self.verify_top)
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        if not all(is_whole(n) for n in numbers):
             raise PerspectrumError("candidates, max_perspectives, evidence_depth and verify_top must be whole numbers")
         if min(self.candidates, self.max_perspectives, self.evidence_depth) < 1 or self.verify_top < 0:
             raise PerspectrumError("candidates, max_perspectives and evidence_depth must be ≥ 1, verify_top ≥ 0")
-        unknown = set(self.overrides) - set(STAGE_NAMES)
-        if unknown:
-            raise PerspectrumError(f"unknown stage(s) in overrides: {', '.join(sorted(map(str, unknown)))} "
-                                   f"(stages: {', '.join(STAGE_NAMES)})")
+        check_settings(self.overrides, "overrides")
 
     def settings(self, tuned: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Every stage's settings: structural defaults, the dev-tuned values, then the overrides.
+        """Every stage's settings: the dev-tuned values, the structural ones, then the overrides.
 
-        ``tuned`` is :func:`perspectrum.models.scorers.tuned_settings` of the loaded models.
-        The relevance cap is never above ``max_perspectives``, and the expand stage
-        uses the cluster stage's blend and threshold (and the stance stage's threshold)
-        unless overridden.
+        ``tuned`` is the loaded models' :attr:`~perspectrum.models.scorers.Scorers.settings`:
+        a stage takes its model's (the cluster stage, the equivalence model's), then its
+        own, from ``pipeline.json``; what ``perspectrum tune`` chooses is at its default
+        until then. The relevance cap is never above ``max_perspectives``, and a setting
+        that follows another stage's (the expand stage's blend and thresholds) is that
+        one unless overridden.
         """
-        out: dict[str, dict[str, Any]] = {
-            "retrieve": {"candidates": self.candidates},
-            "relevance": dict(tuned["relevance"]),
-            "stance": dict(tuned["stance"]),
-            "cluster": dict(tuned["cluster"]),
-            "expand": dict(tuned["expand"]),
-            "evidence": {**tuned["evidence"], "depth": self.evidence_depth},
-            "verify": {"top": self.verify_top},
-        }
-        for stage, changes in self.overrides.items():
-            out[stage].update(changes)
+        out: dict[str, dict[str, Any]] = {}
+        for stage in ORDER:
+            out[stage.name] = defaults(stage, PIPELINE)
+            for section in dict.fromkeys(name for name in (stage.model, stage.name) if name):
+                out[stage.name].update(tuned.get(section, {}))
+        out["retrieve"]["candidates"] = self.candidates
+        out["evidence"]["depth"] = self.evidence_depth
+        out["verify"]["top"] = self.verify_top
+        for name, changes in self.overrides.items():
+            out[name].update(changes)
         out["relevance"]["k"] = min(out["relevance"]["k"], self.max_perspectives)
-        for key in ("weight", "threshold"):
-            out["expand"].setdefault(key, out["cluster"][key])
-        out["expand"].setdefault("stance_threshold", out["stance"]["threshold"])
+        for stage in ORDER:
+            for key, (source, setting) in followed(stage).items():
+                out[stage.name].setdefault(key, out[source][setting])
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -281,7 +281,7 @@ class Pipeline:
                 bm25 = self.store.open(self.perspectives, "bm25", show_progress=self.show_progress)
                 dense = self.store.open(self.perspectives, "dense", show_progress=self.show_progress)
                 scorers = self._scorers()
-                settings = self.config.settings(tuned_settings(scorers))
+                settings = self.config.settings(scorers.settings)
                 stages = tuple(configure(stage, settings[stage.name]) for stage in ORDER)
                 context = Context(scorers, HybridSearcher(bm25, dense), dense,
                                   dict(zip(self.perspectives.ids, self.perspectives.texts)),
@@ -333,8 +333,8 @@ class Pipeline:
         """
         if isinstance(claims, str) or not isinstance(claims, Iterable):
             raise ClaimError(f"discover_many takes a list of claims, not {type(claims).__name__}")
-        batch_size = _whole("batch_size", batch_size)
-        top = None if top is None else _whole("top", top)
+        batch_size = whole("batch_size", batch_size)
+        top = None if top is None else whole("top", top)
         texts = [check_claim(c) for c in claims]
         out: list[Discovery] = []
         for start in range(0, len(texts), batch_size):
@@ -449,14 +449,6 @@ class Pipeline:
                      "pairs": state.pairs}
         return Discovery(state.claim, ready.context.scorers.kind, tuple(found[:top] if top else found), timings,
                          trace, state.notice)
-
-
-def _whole(name: str, value: Any) -> int:
-    """``value`` as an int, or a one-line error: a float, a bool or a string here would
-    otherwise fail (or, as ``top=True``, quietly mean 1) only once the models are loaded."""
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise PerspectrumError(f"{name} must be a whole number, at least 1, not {value!r}")
-    return int(value)
 
 
 def own_store(store: IndexStore, perspectives: Pool, evidence: Pool,

@@ -36,9 +36,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Union
 
+from perspectrum._checks import whole
 from perspectrum._progress import progress
 from perspectrum.errors import PerspectrumError
-from perspectrum.pipeline.pipeline import Pipeline, _whole
+from perspectrum.pipeline.pipeline import Pipeline
 from perspectrum.serve.batch_files import (
     BatchClaim,
     ClaimId,
@@ -111,8 +112,8 @@ def discover_batch(pipeline: PipelineSource, claims: str | os.PathLike[str] | Ma
     started = time.perf_counter()
     if engine not in ENGINES:
         raise PerspectrumError(f"unknown engine {engine!r} (engines: {', '.join(ENGINES)})")
-    workers, batch_size = _whole("workers", workers), _whole("batch_size", batch_size)
-    top = None if top is None else _whole("top", top)
+    workers, batch_size = whole("workers", workers), whole("batch_size", batch_size)
+    top = None if top is None else whole("top", top)
     if engine == "local" and (workers != 1 or address is not None):
         raise PerspectrumError("workers and address are for the ray engine; the local engine runs in this process")
     if engine == "ray" and isinstance(pipeline, Pipeline):

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
+from perspectrum._checks import is_id
 from perspectrum._io import cannot_write
 from perspectrum._progress import say
 from perspectrum.data import jsonl_rows
@@ -57,7 +58,7 @@ def _checked(rows: Iterable[tuple[str, int, Any, Any]]) -> list[BatchClaim]:
     out: list[BatchClaim] = []
     first: dict[ClaimId, int] = {}
     for where, line, claim_id, claim in rows:
-        if isinstance(claim_id, bool) or not isinstance(claim_id, (int, str)) or claim_id == "":
+        if not is_id(claim_id):
             raise PerspectrumError(f"{where}: id must be a non-empty string or an integer, not {claim_id!r}")
         if not encodable(str(claim_id)):
             raise PerspectrumError(f"{where}: the id holds a lone surrogate escape (such as \\udcff), "
@@ -138,7 +139,7 @@ def read_results(out: str | Path, claims: Sequence[BatchClaim]) -> set[ClaimId]:
                     raise PerspectrumError(f"{where} is not a discover-batch result; is {out.name} the results "
                                            "file of another command?")
                 claim_id = row["id"]
-                if isinstance(claim_id, bool) or not isinstance(claim_id, (int, str)) or claim_id not in text:
+                if not is_id(claim_id) or claim_id not in text:
                     raise PerspectrumError(f"{where}: id {claim_id!r} is not among the claims; are these the "
                                            "results of another claims file?")
                 if row["claim"] != text[claim_id]:

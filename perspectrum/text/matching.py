@@ -37,7 +37,7 @@ MAX_ARGUMENT_CHARS = 1000
 
 @dataclass(frozen=True)
 class MatchSettings:
-    """How :func:`match` decides, chosen on dev (``eval/results/match_dev.json``).
+    """How :func:`match_arguments` decides, chosen on dev (``eval/results/match_dev.json``).
 
     Attributes:
         sentence_margin: weight of the margin over rival arguments at the best sentence.
@@ -123,8 +123,8 @@ def read_text(text: str, arguments: Sequence[str], encoder: Any) -> tuple[list[S
     return found, argument_vectors @ sentence_vectors.T, argument_vectors @ block_vectors.T
 
 
-def match(text: str, arguments: Sequence[str], encoder: Any,
-          settings: MatchSettings = MatchSettings()) -> list[ArgumentMatch]:
+def match_arguments(text: str, arguments: Sequence[str], encoder: Any,
+                    settings: MatchSettings = MatchSettings()) -> list[ArgumentMatch]:
     """Which of ``arguments`` ``text`` makes (see the module docstring), in input order.
 
     ``encoder`` answers ``encode`` (:class:`perspectrum.encoders.bi_encoder.Encoder`); ``text`` and

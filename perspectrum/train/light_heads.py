@@ -23,14 +23,15 @@ from perspectrum._io import atomic_folder
 from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset, Pool
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.ir import percent
+from perspectrum.eval.metrics import percent
 from perspectrum.eval.trained import RELEVANCE_DEPTH, Matrices, Scored, tune
 from perspectrum.index.dense import DenseIndex
 from perspectrum.index.store import IndexStore
-from perspectrum.models.light_heads import (HEADS_FILE, META_FILE, ONLY, SETTING_KEYS, VERSION, LightScorers, LinearHead,
-                               equivalence_features, pair_features, probability, stance_features)
+from perspectrum.models.light_heads import (HEADS_FILE, META_FILE, ONLY, VERSION, LightScorers, LinearHead,
+                                            equivalence_features, pair_features, probability, stance_features)
 from perspectrum.models.evidence_ranker import Debate, EvidenceRanker, Featurizer, fit_ranker
-from perspectrum.models.scorers import CROSS_ENCODED, STAGES
+from perspectrum.models.scorers import CROSS_ENCODED
+from perspectrum.models.settings import MODELS, model_settings
 
 
 def _logistic(seed: int) -> Any:
@@ -185,20 +186,20 @@ def train_light(dataset: Dataset, store: IndexStore, folder: str | Path, seed: i
     fitted: dict[str, Any] = {}
     settings: dict[str, dict[str, Any]] = {}
     metrics: dict[str, dict[str, float]] = {}
-    with progress("light heads", 1 + 2 * len(STAGES), enabled=show_progress) as advance:
+    with progress("light heads", 1 + 2 * len(MODELS), enabled=show_progress) as advance:
         advance(0, "encoding claims")
         vectors = store.encoder.encode([c.text for c in (*train, *dev)])
         inputs = _Inputs(dataset, train, dev, dict(zip((c.cid for c in (*train, *dev)), vectors)), perspectives)
         advance(1)
         fitters = {"relevance": _relevance, "stance": _stance, "equivalence": _equivalence,
                    "evidence": lambda i, s: _evidence(i, store, s, show_progress)}
-        for stage in STAGES:
-            advance(0, f"fitting {stage}")
-            fitted[stage], scores = fitters[stage](inputs, seed)
-            advance(1, f"tuning {stage} on dev")
-            setting, measured = tune(stage, dev, scores, only=ONLY.get(stage))
-            settings[stage] = {k: setting[k] for k in SETTING_KEYS[stage]}
-            metrics[stage] = percent(measured)
+        for model in MODELS:
+            advance(0, f"fitting {model}")
+            fitted[model], scores = fitters[model](inputs, seed)
+            advance(1, f"tuning {model} on dev")
+            setting, measured = tune(model, dev, scores, only=ONLY.get(model))
+            settings[model] = model_settings(model, setting)
+            metrics[model] = percent(measured)
             advance(1)
     heads, ranker = {stage: fitted[stage] for stage in CROSS_ENCODED}, fitted["evidence"]
     meta = {"kind": LightScorers.kind, "version": VERSION, "settings": settings, "dev": metrics, "seed": seed,

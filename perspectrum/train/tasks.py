@@ -19,12 +19,13 @@ from perspectrum.encoders.cross_encoder import CrossEncoderModel
 from perspectrum.train.fine_tune import TrainParams, fine_tune
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval import trained
-from perspectrum.eval.ir import percent
+from perspectrum.eval.metrics import percent
 from perspectrum.train.examples import equivalence_examples, Examples, relevance_examples, stance_examples
 from perspectrum.index.store import IndexStore
-from perspectrum.models.store import TASKS, load_task, read_meta, save_ranker, save_task, update_meta
+from perspectrum.models.store import load_task, read_meta, save_ranker, save_task, update_meta
 from perspectrum.models.evidence_ranker import EvidenceRanker, Featurizer, fit_ranker
 from perspectrum.models.scorers import PIPELINE_FILE
+from perspectrum.models.settings import MODELS
 from perspectrum.index.search import Hit
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ def train_task(
     Returns:
         The saved meta: examples, training stats, thresholds, dev metrics.
     """
-    if task not in TASKS:
+    if task not in MODELS:
         raise ValueError(f"unknown task {task!r}")
     if task == "evidence":
         if config is not None:

@@ -26,11 +26,13 @@ from perspectrum._progress import progress
 from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval import offtopic
+from perspectrum.eval.metrics import percent
 from perspectrum.eval.pipeline import score
 from perspectrum.config import LIGHT_FOLDER
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
 from perspectrum.models.evidence_ranker import DEPTH, Debate, Key, WindowJob
 from perspectrum.models.scorers import PIPELINE_FILE, Scorers
+from perspectrum.models.settings import PIPELINE, SETTINGS, defaults
 
 #: Stance margins tried (0 = clusters split strictly by the stance model's side).
 MARGINS = (0.0, 0.05, 0.1, 0.2)
@@ -137,13 +139,13 @@ def best_relevance(pipe: Pipeline, claims: Sequence[str]) -> list[float]:
 
 def _metrics(scores: Mapping[str, Any]) -> dict[str, Any]:
     """The end-to-end numbers a run is chosen and reported by (percent)."""
-    pct = lambda v: round(float(v) * 100, 2)  # noqa: E731
-    return {"t1": pct(scores["t1"]["f1"]), "t2": pct(scores["t2"]["f1"]), "t2_all": pct(scores["t2_all"]["f1"]),
-            "t2_accuracy": pct(scores["t2"]["accuracy"]), "t3": pct(scores["t3"]["f1"]),
-            "t4": pct(scores["t4"]["f1"]), "t4_all": pct(scores["t4_all"]["f1"]), "t5": pct(scores["t5"]),
-            "t5_all": pct(scores["t5_all"]), "mixed": pct(scores["mixed"]), "wrong_stance": pct(scores["wrong_stance"]),
-            "both_sides": pct(scores["both_sides"]), "emptied": pct(scores["emptied"]),
-            "coverage_pairs": pct(scores["coverage"]["pairs"]), "coverage_clusters": pct(scores["coverage"]["clusters"])}
+    fractions = {"t1": scores["t1"]["f1"], "t2": scores["t2"]["f1"], "t2_all": scores["t2_all"]["f1"],
+                 "t2_accuracy": scores["t2"]["accuracy"], "t3": scores["t3"]["f1"], "t4": scores["t4"]["f1"],
+                 "t4_all": scores["t4_all"]["f1"], "t5": scores["t5"], "t5_all": scores["t5_all"],
+                 "mixed": scores["mixed"], "wrong_stance": scores["wrong_stance"], "both_sides": scores["both_sides"],
+                 "emptied": scores["emptied"], "coverage_pairs": scores["coverage"]["pairs"],
+                 "coverage_clusters": scores["coverage"]["clusters"]}
+    return percent({name: float(value) for name, value in fractions.items()})
 
 
 def settings_folder(pipe: Pipeline) -> Path:
@@ -174,7 +176,8 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
     def run(overrides: dict[str, dict[str, Any]]) -> Pipeline:
         return pipe.with_config(PipelineConfig(**{**pipe.config.to_dict(), "overrides": overrides}), cached)
 
-    base = {"relevance": {"floor": 0.0}, "stance": {"margin": 0.0}, "expand": {"neighbours": 0}}
+    # what the pipeline does before it is tuned: every setting chosen here at its default
+    base = {stage.name: defaults(stage, PIPELINE) for stage in SETTINGS if defaults(stage, PIPELINE)}
     runs: list[dict[str, Any]] = []
     cut = pipe.scorers.settings["equivalence"]["threshold"]
     single = len(margins) == len(neighbours) == len(raises) == 1

@@ -1,17 +1,17 @@
 """What every stage shares: the per-claim record it reads and writes, the context it
 reads models and indexes from, and how its settings are checked.
 
-A stage is a frozen dataclass whose fields are its settings, with a ``name`` and one
-method, ``run(states, context)``, that advances every claim of a batch by one step (so
-each model is called once per stage per batch). Stages talk only through the named
-fields of :class:`ClaimState`, never through positions in tuples.
+A stage is a frozen dataclass whose fields are its settings (its class in
+:mod:`perspectrum.models.settings`, which gives their types and defaults), with a
+``name`` and one method, ``run(states, context)``, that advances every claim of a batch
+by one step (so each model is called once per stage per batch). Stages talk only
+through the named fields of :class:`ClaimState`, never through positions in tuples.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.results import EvidenceHit
 from perspectrum.models.scorers import Scorers
+from perspectrum.models.settings import check_settings
 from perspectrum.index.search import DocId, HybridSearcher
 
 
@@ -92,21 +93,18 @@ class Stage(Protocol):
 S = TypeVar("S")
 
 
-def configure(stage: type[S], settings: Mapping[str, Any]) -> S:
-    """``stage`` built from ``settings``; an unknown key or a value of the wrong type is a
-    one-line :class:`PerspectrumError` naming the stage and the key (not a silent no-op)."""
-    known = {f.name: f for f in fields(stage)}  # type: ignore[arg-type]
-    name = getattr(stage, "name", stage.__name__)
-    unknown = sorted(set(settings) - set(known))
-    if unknown:
-        raise PerspectrumError(f"unknown setting(s) for the {name} stage: {', '.join(unknown)} "
-                               f"(known: {', '.join(known)})")
-    values = {}
-    for key, value in settings.items():
-        kind = known[key].type
-        wanted = {"int": int, "float": (int, float), "bool": bool}.get(kind if isinstance(kind, str) else "")
-        if wanted is not None and (not isinstance(value, wanted) or (isinstance(value, bool) and kind != "bool")
-                                   or (kind == "float" and not math.isfinite(value))):  # NaN passes every cut
-            raise PerspectrumError(f"the {name} stage's setting {key} must be {kind}, not {value!r}")
-        values[key] = float(value) if kind == "float" else value
-    return stage(**values)  # type: ignore[call-arg]
+def configure(stage: type[S], settings: Mapping[str, Any], where: str = "pipeline settings") -> S:
+    """``stage`` built from ``settings``: an unknown key or a value of the wrong type
+    (:func:`~perspectrum.models.settings.check_settings`), or a setting without a default
+    left out, is a one-line :class:`PerspectrumError` naming ``where``, the stage and the key."""
+    name = stage.name  # type: ignore[attr-defined]
+    check_settings({name: settings}, where)
+    kinds = {f.name: f.type for f in fields(stage)}  # type: ignore[arg-type]
+    missing = [f.name for f in fields(stage) if f.name not in settings  # type: ignore[arg-type]
+               and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise PerspectrumError(f"{where}: no setting {', '.join(f'{name}.{key}' for key in missing)} "
+                               f"(the {name} stage has no default for it)")
+    cast = {"float": float, "int": int}
+    return stage(**{key: cast[kinds[key]](value) if kinds[key] in cast else value  # type: ignore[call-arg]
+                    for key, value in settings.items()})

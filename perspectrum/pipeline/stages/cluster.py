@@ -16,13 +16,12 @@ is confident), so its stance is the stance of every confident member.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import combinations
-from typing import ClassVar
 
 import numpy as np
 
 from perspectrum.models.rules import blend, groups
+from perspectrum.models.settings import ClusterSettings
 from perspectrum.pipeline.stages.base import ClaimState, Context, Group, Member
 
 
@@ -45,19 +44,10 @@ def _support(members: list[int], kept: list[Member]) -> float:
     return float(np.mean(values)) if values else 0.5
 
 
-@dataclass(frozen=True)
-class Cluster:
-    """Stance-aware average-linkage clusters (see the module docstring).
-
-    Attributes:
-        weight: of the equivalence model against the pair's cosine.
-        threshold: blended similarity at or above which two perspectives are one
-            (clusters are cut at distance 1 − threshold); tuned on dev.
-    """
-
-    name: ClassVar[str] = "cluster"
-    weight: float
-    threshold: float
+class ClusterStage(ClusterSettings):
+    """Stance-aware average-linkage clusters (see the module docstring; settings:
+    :class:`~perspectrum.models.settings.ClusterSettings`). Not :class:`perspectrum.data.Cluster`,
+    a gold cluster of the dataset."""
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         cosines = []

@@ -7,12 +7,12 @@ and a dev-tuned cut on its probability keeps the cluster's evidence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from perspectrum.models.evidence_ranker import Debate
 from perspectrum.pipeline.results import EvidenceHit
 from perspectrum.models.rules import keep, ranked
+from perspectrum.models.settings import EvidenceSettings
 from perspectrum.pipeline.stages.base import ClaimState, Context
 
 
@@ -22,26 +22,10 @@ def debate(state: ClaimState, context: Context) -> Debate:
     return Debate(state.claim, tuple(tuple(text[state.kept[i].id] for i in g.members) for g in state.groups))
 
 
-@dataclass(frozen=True)
-class Evidence:
-    """Candidates per cluster from the evidence pool, scored against the sibling clusters.
-
-    Attributes:
-        depth: hybrid candidates retrieved per cluster (the ranker was trained at 20).
-        relative, threshold, k, min_keep: the dev-tuned cut on P(evidence).
-    """
-
-    name: ClassVar[str] = "evidence"
-    relative: bool
-    threshold: float
-    k: int
-    min_keep: int
-    depth: int = 20
-
-    @property
-    def cut(self) -> dict[str, Any]:
-        """The cut as :func:`perspectrum.models.rules.keep` takes it (also what evaluation applies)."""
-        return {"relative": self.relative, "threshold": self.threshold, "k": self.k, "min_keep": self.min_keep}
+class EvidenceStage(EvidenceSettings):
+    """Candidates per cluster from the evidence pool, scored against the sibling clusters
+    (settings: :class:`~perspectrum.models.settings.EvidenceSettings`). Not
+    :class:`perspectrum.data.Evidence`, a paragraph of the dataset's evidence pool."""
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         debates = {n: debate(state, context) for n, state in enumerate(states) if state.groups}

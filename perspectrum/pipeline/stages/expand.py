@@ -13,33 +13,16 @@ otherwise added members take their cluster's stance unread.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 import numpy as np
 
 from perspectrum.models.rules import blend
+from perspectrum.models.settings import ExpandSettings
 from perspectrum.pipeline.stages.base import ClaimState, Context, Member
 
 
-@dataclass(frozen=True)
-class Expand:
-    """Paraphrases from the pool for every cluster (off when ``neighbours`` is 0).
-
-    Attributes:
-        neighbours: pool neighbours of each cluster's centroid read by the model.
-        weight, threshold: the blend and cut a paraphrase must pass (by default the
-            cluster stage's, so an added member is as similar as a clustered one).
-        agree: read each admitted paraphrase's stance and keep it only when it falls on
-            its cluster's side of ``stance_threshold`` (the stance stage's, by default).
-    """
-
-    name: ClassVar[str] = "expand"
-    weight: float
-    threshold: float
-    neighbours: int = 0
-    agree: bool = False
-    stance_threshold: float = 0.5
+class Expand(ExpandSettings):
+    """Paraphrases from the pool for every cluster, off when ``neighbours`` is 0 (settings:
+    :class:`~perspectrum.models.settings.ExpandSettings`)."""
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         if self.neighbours < 1:

@@ -2,45 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
-from perspectrum.models.rules import blend, keep, ranked
+from perspectrum.models.rules import above, blend, keep, ranked
+from perspectrum.models.settings import RelevanceSettings
 from perspectrum.pipeline.stages.base import ClaimState, Context, Member
 
 
-@dataclass(frozen=True)
-class Relevance:
-    """Score each candidate, blend with its cosine, keep by :func:`perspectrum.models.rules.keep`.
-
-    Attributes:
-        weight: of the relevance model against the dense cosine.
-        relative, threshold, k, min_keep: the dev-tuned cut (see :func:`~perspectrum.models.rules.keep`).
-        floor: absolute blended score below which nothing is kept, chosen on dev
-            against off-topic claims: a claim whose best candidate is under it gets an
-            empty answer and a notice instead of confident nonsense.
-    """
-
-    name: ClassVar[str] = "relevance"
-    weight: float
-    relative: bool
-    threshold: float
-    k: int
-    min_keep: int
-    floor: float = 0.0
+class Relevance(RelevanceSettings):
+    """Score each candidate, blend with its cosine, keep what is not under the floor by
+    :func:`perspectrum.models.rules.keep` (settings: :class:`~perspectrum.models.settings.RelevanceSettings`)."""
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         pairs = [(s.claim, context.perspective_text[c.id]) for s in states for c in s.candidates]
         scores = iter(context.scorers.relevance(pairs))
-        setting = {"relative": self.relative, "threshold": self.threshold, "k": self.k,
-                   "min_keep": self.min_keep, "floor": self.floor}
         for state in states:
             for c in state.candidates:
                 c.model = float(next(scores))
                 c.score = blend(c.model, c.cosine, self.weight)
             ranking = ranked((c.id, c.score) for c in state.candidates)
             score = {c.id: c.score for c in state.candidates}
-            state.kept = [Member(d, score[d]) for d in keep(ranking, setting)]
+            state.kept = [Member(d, score[d]) for d in keep(above(ranking, self.floor), self.cut)]
             if state.notice is not None:
                 continue  # an earlier stage said why it has nothing
             if not ranking:

@@ -6,26 +6,13 @@ refuse to join perspectives the model puts on opposite sides.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
+from perspectrum.models.settings import StanceSettings
 from perspectrum.pipeline.stages.base import ClaimState, Context
 
 
-@dataclass(frozen=True)
-class Stance:
-    """P(support) per kept perspective and its confident side.
-
-    Attributes:
-        threshold: P(support) at or above it reads as support (tuned on dev).
-        margin: a member is confident (side ±1) when its P(support) is at least this
-            far from ``threshold``; 0 makes every member confident, so clusters split
-            strictly by side. Chosen on dev.
-    """
-
-    name: ClassVar[str] = "stance"
-    threshold: float
-    margin: float = 0.0
+class Stance(StanceSettings):
+    """P(support) per kept perspective and its confident side (settings:
+    :class:`~perspectrum.models.settings.StanceSettings`)."""
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         pairs = [(s.claim, context.perspective_text[m.id]) for s in states for m in s.kept]

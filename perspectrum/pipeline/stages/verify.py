@@ -8,12 +8,12 @@ each cluster.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import ClassVar
+from dataclasses import replace
 
 import numpy as np
 
 from perspectrum.models.rules import EVIDENCE_STRIDE
+from perspectrum.models.settings import VerifySettings
 from perspectrum.pipeline.stages.base import ClaimState, Context
 from perspectrum.pipeline.stages.evidence import debate
 from perspectrum.text.sentences import window_sentences, windows
@@ -31,17 +31,10 @@ def place(paragraph: str, window: str) -> tuple[int | None, int | None]:
     return start, end + len(parts[-1])
 
 
-@dataclass(frozen=True)
-class Verify:
+class Verify(VerifySettings):
     """Best window of the top kept paragraphs (windows every :data:`EVIDENCE_STRIDE` sentences,
-    as the verifier was fitted and evaluation reads them).
-
-    Attributes:
-        top: kept paragraphs per cluster whose windows are read (0: none).
-    """
-
-    name: ClassVar[str] = "verify"
-    top: int = 1
+    as the verifier was fitted and evaluation reads them; settings:
+    :class:`~perspectrum.models.settings.VerifySettings`)."""
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         jobs, owner = [], []
