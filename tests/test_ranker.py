@@ -1,4 +1,4 @@
-"""The evidence ranker: the sentence pool, its features, two-stage fit, and save/load.
+"""The evidence ranker: the sentence pool, its features, two-stage fit (in the train layer), and save/load.
 
 Built on the ten-claim fixture; what matters is that features compare a paragraph
 with every cluster of its claim, that fitting is deterministic, and that a saved
@@ -20,10 +20,9 @@ from perspectrum.models.evidence_ranker import (
     Debate,
     EvidenceRanker,
     Featurizer,
-    labels_for,
     second_stage,
-    window_labels,
 )
+from perspectrum.train.evidence_ranker import fit_forests, labels_for, window_labels
 from perspectrum.text.sentences import sentences
 from tests.conftest import write_dataset
 
@@ -99,8 +98,8 @@ def test_second_stage_columns_by_hand():
 
 def test_fit_is_deterministic_and_a_saved_ranker_scores_the_same(setup, tmp_path):
     _, _, table, labels, windows = setup
-    ranker = EvidenceRanker.fit(table, labels, windows, seed=3)
-    again = EvidenceRanker.fit(table, labels, windows, seed=3)
+    ranker = fit_forests(table, labels, windows, seed=3)
+    again = fit_forests(table, labels, windows, seed=3)
     scores = ranker.score(table)
     assert np.array_equal(scores, again.score(table))
     assert scores.shape == (len(labels),) and ((scores >= 0) & (scores <= 1)).all()
@@ -134,7 +133,7 @@ def test_the_verifier_learns_the_best_window_of_a_gold_paragraph_against_every_o
 def test_ranker_refuses_what_it_cannot_learn_or_load(setup, tmp_path):
     _, _, table, labels, windows = setup
     with pytest.raises(PerspectrumError, match="both gold and non-gold"):
-        EvidenceRanker.fit(table, np.zeros_like(labels), windows)
+        fit_forests(table, np.zeros_like(labels), windows)
     with pytest.raises(PerspectrumError, match="no evidence ranker"):
         EvidenceRanker.load(tmp_path)
     (tmp_path / "ranker.joblib").write_bytes(b"an older version's pickle")

@@ -10,9 +10,9 @@ paragraph fits this cluster than its siblings, by dense cosine (paragraph and be
 sentence), BM25, and retrieval rank.
 
 Two stages of gradient-boosted trees (fitted with scikit-learn's
-``HistGradientBoostingClassifier``, deterministic for a seed, and kept as the arrays of
-:mod:`perspectrum.models.trees`, so scoring imports no scikit-learn and loading runs no
-pickle): the first scores (cluster, paragraph) pairs from these features; the second
+``HistGradientBoostingClassifier`` by :mod:`perspectrum.train.evidence_ranker`, deterministic
+for a seed, and kept as the arrays of :mod:`perspectrum.models.trees`, so scoring imports no
+scikit-learn and loading runs no pickle): the first scores (cluster, paragraph) pairs from these features; the second
 adds how that score compares with the same paragraph's score for the sibling clusters
 and with the cluster's other candidates. The second stage
 is trained on out-of-fold first-stage scores (folds by claim), so it learns from
@@ -32,7 +32,6 @@ gold against non-gold candidates in ``eval/results/windows_verifier.json``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +52,6 @@ from perspectrum.models.trees import Forest
 DEPTH = 20
 #: File of a fitted ranker inside ``models/evidence/`` (or the light heads' folder).
 RANKER_FILE = "ranker.npz"
-FOLDS = 5
 
 #: Per (cluster, paragraph). "comp" = this cluster's value minus the best sibling cluster's.
 FEATURES = (
@@ -310,24 +308,9 @@ class ParagraphWindows:
         return np.column_stack([columns[name] for name in WINDOW_FEATURES]).astype(np.float64)
 
 
-def _stacked(windows: Sequence[np.ndarray]) -> np.ndarray:
+def stacked_windows(windows: Sequence[np.ndarray]) -> np.ndarray:
     """Every paragraph's window rows in one matrix (none: zero rows of the right width)."""
     return np.vstack([*windows, np.zeros((0, len(WINDOW_FEATURES)))])
-
-
-def window_labels(windows: Sequence[np.ndarray], gold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Multiple-instance labels for the verifier, per window of every candidate: (label,
-    used). A gold paragraph's window closest to its cluster (``own_mean``) is the positive
-    and its other windows sit out; a non-gold paragraph's windows are all negatives."""
-    labels, used = [], []
-    column = WINDOW_FEATURES.index("own_mean")
-    for rows, is_gold in zip(windows, gold):
-        mine = np.zeros(len(rows), dtype=bool)
-        if is_gold and len(rows):
-            mine[int(np.argmax(rows[:, column]))] = True
-        labels.append(mine)
-        used.append(mine if is_gold else np.ones(len(rows), dtype=bool))
-    return (np.concatenate(labels) if labels else np.zeros(0, bool)), (np.concatenate(used) if used else np.zeros(0, bool))
 
 
 def second_stage(keys: Sequence[Key], first: np.ndarray) -> np.ndarray:
@@ -345,12 +328,6 @@ def second_stage(keys: Sequence[Key], first: np.ndarray) -> np.ndarray:
     return np.array(rows, dtype=np.float64).reshape(len(rows), len(SECOND))
 
 
-def _classifier(seed: int) -> Any:
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
-    return HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05, early_stopping=False, random_state=seed)
-
-
 class EvidenceRanker:
     """The two fitted stages and the window verifier: :meth:`score` gives P(paragraph is this
     cluster's evidence), :meth:`verify` how plainly each window states the cluster's point."""
@@ -359,42 +336,6 @@ class EvidenceRanker:
         self.first = first
         self.second = second
         self.verifier = verifier
-
-    @classmethod
-    def fit(cls, table: Table, labels: np.ndarray, windows: Sequence[np.ndarray], seed: int = 13) -> EvidenceRanker:
-        """Fit stage one on ``table``, stage two on stage one's out-of-fold scores, and the
-        verifier on the candidates' ``windows`` (:meth:`Featurizer.windows`, one per row).
-
-        Folds group candidates by claim so no claim's own labels leak into the
-        scores stage two learns from.
-        """
-        from sklearn.model_selection import GroupKFold
-
-        labels = np.asarray(labels, dtype=bool)
-        if labels.all() or not labels.any():
-            raise PerspectrumError("the evidence ranker needs both gold and non-gold candidates to learn from")
-        order = {key: n for n, key in enumerate(dict.fromkeys(k for k, _, _ in table.keys))}
-        if len(order) < 2:
-            raise PerspectrumError("the evidence ranker needs candidates from at least two claims")
-        if len(windows) != len(labels):
-            raise ValueError("one window matrix per candidate is needed")
-        claims = np.array([order[k] for k, _, _ in table.keys])
-        folds = min(FOLDS, len(order))
-        out_of_fold = np.zeros(len(labels))
-        for train, held in GroupKFold(folds).split(table.features, labels, claims):
-            if labels[train].all() or not labels[train].any():
-                out_of_fold[held] = labels[train].mean()
-                continue
-            out_of_fold[held] = _classifier(seed).fit(table.features[train], labels[train]).predict_proba(
-                table.features[held])[:, 1]
-        first = Forest.of(_classifier(seed).fit(table.features, labels), table.features)
-        both = np.hstack([table.features, second_stage(table.keys, out_of_fold)])
-        window_rows = _stacked(windows)
-        target, used = window_labels(windows, labels)
-        if not target.any() or target[used].all():
-            raise PerspectrumError("the window verifier needs windows of gold and of non-gold candidates")
-        verifier = _classifier(seed).fit(window_rows[used], target[used])
-        return cls(first, Forest.of(_classifier(seed).fit(both, labels), both), Forest.of(verifier, window_rows[used]))
 
     def score(self, table: Table) -> np.ndarray:
         """P(evidence) for every row of ``table``."""
@@ -405,7 +346,7 @@ class EvidenceRanker:
 
     def verify(self, windows: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Each paragraph's window scores in [0, 1] (:meth:`Featurizer.windows` gives the rows)."""
-        rows = _stacked(windows)
+        rows = stacked_windows(windows)
         scores = self.verifier.predict_proba(rows) if len(rows) else np.zeros(0)
         return np.split(scores, np.cumsum([len(w) for w in windows])[:-1]) if windows else []
 
@@ -446,27 +387,3 @@ class EvidenceRanker:
         if tuple(f.features for f in forests) != widths:
             raise PerspectrumError(f"{path} was fitted on other features: {retrain}")
         return cls(*forests)
-
-
-def labels_for(dataset: Dataset, table: Table) -> np.ndarray:
-    """Gold labels of a table built from dataset claims keyed by cid."""
-    gold = {(c.cid, i): set(cluster.evidence) for c in dataset.claims.values() for i, cluster in enumerate(c.clusters)}
-    return np.array([d in gold[(key, i)] for key, i, d in table.keys], dtype=bool)
-
-
-def fit_ranker(featurizer: Featurizer, dataset: Dataset, claims: Sequence[Claim], seed: int,
-               embed: Callable[[Sequence[str]], np.ndarray] | None = None) -> tuple[EvidenceRanker, dict[str, Any]]:
-    """Fit the ranker and its window verifier on ``claims``' gold clusters and their candidates;
-    say how, for a model's meta.
-
-    ``embed`` is :meth:`Featurizer.table`'s (vectors a caller already has).
-    """
-    started = time.perf_counter()
-    debates = {c.cid: Debate.of(dataset, c) for c in claims}
-    table = featurizer.table(debates, embed=embed)
-    labels = labels_for(dataset, table)
-    windows = featurizer.windows([(debates[key], i, d) for key, i, d in table.keys], embed=embed)
-    ranker = EvidenceRanker.fit(table, labels, windows, seed)
-    return ranker, {"candidates": len(labels), "positives": int(labels.sum()), "depth": DEPTH, "seed": seed,
-                    "features": [*FEATURES, *SECOND], "window_features": list(WINDOW_FEATURES),
-                    "windows": int(sum(len(w) for w in windows)), "seconds": round(time.perf_counter() - started, 1)}

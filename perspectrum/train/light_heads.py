@@ -29,7 +29,8 @@ from perspectrum.index.dense import DenseIndex
 from perspectrum.index.store import IndexStore
 from perspectrum.models.light_heads import (HEADS_FILE, META_FILE, ONLY, VERSION, LightScorers, LinearHead,
                                             equivalence_features, pair_features, probability, stance_features)
-from perspectrum.models.evidence_ranker import Debate, EvidenceRanker, Featurizer, fit_ranker
+from perspectrum.models.evidence_ranker import Debate, EvidenceRanker, Featurizer
+from perspectrum.train.evidence_ranker import fit_ranker
 from perspectrum.models.scorers import CROSS_ENCODED
 from perspectrum.models.settings import MODELS, model_settings
 

@@ -23,7 +23,8 @@ from perspectrum.eval.metrics import percent
 from perspectrum.train.examples import equivalence_examples, Examples, relevance_examples, stance_examples
 from perspectrum.index.store import IndexStore
 from perspectrum.models.store import load_task, read_meta, save_ranker, save_task, update_meta
-from perspectrum.models.evidence_ranker import EvidenceRanker, Featurizer, fit_ranker
+from perspectrum.models.evidence_ranker import EvidenceRanker, Featurizer
+from perspectrum.train.evidence_ranker import fit_ranker
 from perspectrum.models.scorers import PIPELINE_FILE
 from perspectrum.models.settings import MODELS
 from perspectrum.index.search import Hit
