@@ -18,8 +18,10 @@ Write failures (read-only folder, full disk, file-size limit) become one-line
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Callable, Iterator
@@ -42,9 +44,34 @@ def _step(name: str) -> None:
         fault_hook(name)
 
 
+#: numpy's error for a short write (``ndarray.tofile``, which ``np.save`` uses on a real
+#: file): "80943 requested and 4064 written", items not bytes, with no errno to say why.
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
+
+
+def _file_size_limited() -> bool:
+    """Whether this process has a file-size limit (``ulimit -f``), the other cause of a short write."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return False
+    return resource.getrlimit(resource.RLIMIT_FSIZE)[0] != resource.RLIM_INFINITY
+
+
 def cannot_write(target: Path, exc: OSError) -> PerspectrumError:
-    """The one-line error for a write that failed (read-only, full disk, too large)."""
-    reason = exc.strerror or str(exc) or type(exc).__name__
+    """The one-line error for a write that failed (read-only, full disk, too large).
+
+    A full disk is said in words a person acts on, whoever noticed it: the OS
+    (``ENOSPC``, ``EDQUOT``) or numpy, whose short write carries only counts and is a
+    full disk unless a file-size limit explains it.
+    """
+    code = exc.errno
+    if code is None and _SHORT_WRITE.fullmatch(str(exc)):
+        code = errno.EFBIG if _file_size_limited() else errno.ENOSPC
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        full = "no space left on device" if code == errno.ENOSPC else "disk quota exceeded"
+        return PerspectrumError(f"cannot write {target}: {full}; free some space there and run the command again")
+    reason = exc.strerror or (os.strerror(code) if code else "") or str(exc) or type(exc).__name__
     return PerspectrumError(f"cannot write {target}: {reason}")
 
 

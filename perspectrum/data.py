@@ -318,6 +318,15 @@ def paragraph_of(doc_id: int | str) -> int | str:
     return int(head) if head.isdigit() else head
 
 
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """What is wrong with a JSON text and where, for a person to find it: the reason in
+    full and its column, e.g. "Invalid control character at column 12" (the decoder's
+    own message, "Invalid control character at: line 1 column 12 (char 11)", reads as a
+    fragment once the position is cut off); the line too when the text spans several."""
+    where = f"line {exc.lineno} column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
+    return f"{exc.msg.removesuffix(' at')} at {where}"
+
+
 def jsonl_rows(path: Path, kind: str, layout: str) -> Iterator[tuple[int, Any]]:
     """Each non-blank line of a JSONL file a user gives (a pool, a list of claims), parsed,
     with its line number; the caller checks the fields.
@@ -328,13 +337,18 @@ def jsonl_rows(path: Path, kind: str, layout: str) -> Iterator[tuple[int, Any]]:
     held whole), a line that is not JSON; each a one-line error naming the file and line.
     A byte-order mark (as some editors write) is read past. ``kind`` names the file in
     those errors (``"pool file"``) and ``layout`` what each line holds (``'{"id", "text"}'``).
+
+    Lines end at "\n" only, as JSON Lines defines them (a "\r" before it is JSON
+    whitespace): a "\r" alone, or U+2028 inside a string, is part of its line, so a line
+    is the same line here as where :mod:`perspectrum.index.pools` rewrites the file, and
+    the line numbers in errors are an editor's.
     """
     if path.is_dir():
         raise PerspectrumError(f"{path} is a folder, not a {kind} (JSONL: one {layout} per line)")
     if not path.is_file():
         raise PerspectrumError(f"no such {kind}: {path}")
     try:
-        with open(path, encoding="utf-8-sig", errors="strict") as handle:
+        with open(path, encoding="utf-8-sig", errors="strict", newline="\n") as handle:
             lines = iter(lambda: handle.readline(MAX_POOL_LINE_CHARS + 1), "")
             for number, line in enumerate(lines, 1):
                 where = f"{path}, line {number}"
@@ -344,9 +358,9 @@ def jsonl_rows(path: Path, kind: str, layout: str) -> Iterator[tuple[int, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    row = json.loads(line)
+                    row = json.loads(line.rstrip("\r\n"))  # an error at its end is on this line, not the next
                 except json.JSONDecodeError as exc:
-                    raise PerspectrumError(f"{where}: not valid JSON ({exc.msg})") from None
+                    raise PerspectrumError(f"{where}: not valid JSON: {json_problem(exc)}") from None
                 except RecursionError:
                     raise PerspectrumError(f"{where}: JSON nested too deeply to read") from None
                 except ValueError:  # Python reads no integer of over 4,300 digits

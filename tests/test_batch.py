@@ -124,6 +124,15 @@ def test_cli_bad_claims_files_are_one_line_errors(tmp_path: Path, rows, message)
     assert not out.exists()
 
 
+def test_a_claims_line_that_is_not_json_says_where_and_why_in_full(tmp_path: Path) -> None:
+    claims = _jsonl(tmp_path / "claims.jsonl", [{"claim": "Zoos should be banned"}, "",
+                                                '{"claim": "Zoos\tare prisons"}'])  # a raw tab in a string
+    result = runner.invoke(app, ["discover-batch", str(claims), "--out", str(tmp_path / "results.jsonl"),
+                                 "--data-dir", str(tmp_path / "no-data")])
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"error: {claims}, line 3: not valid JSON: Invalid control character at column 16"
+
+
 @pytest.mark.parametrize("args, message", [
     (["--workers", "2"], "--workers and --address are for --engine ray"),
     (["--address", "auto"], "--workers and --address are for --engine ray"),

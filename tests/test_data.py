@@ -69,6 +69,20 @@ def test_malformed_json_names_the_file(data_dir: Path) -> None:
         load_dataset(data_dir, verify=False)
 
 
+@pytest.mark.parametrize("line, reason", [
+    ('{not json', "Expecting property name enclosed in double quotes at column 2"),
+    ('{"id": 2, "text": "a\x01b"}', "Invalid control character at column 21"),
+    ('{"id": 2, "text": "a\rb"}', "Invalid control character at column 21"),  # "\r" alone ends no JSON line
+    ('{"id": 2, "text": "ab"', "Expecting ',' delimiter at column 23"),
+])
+def test_a_pool_line_that_is_not_json_names_line_column_and_reason(tmp_path: Path, line: str, reason: str) -> None:
+    path = tmp_path / "pool.jsonl"
+    path.write_text(f'{{"id": 1, "text": "a"}}\n\n{line}\n', encoding="utf-8", newline="")
+    with pytest.raises(PerspectrumError) as caught:
+        Pool.from_jsonl(path, "perspectives")
+    assert str(caught.value) == f"{path}, line 3: not valid JSON: {reason}"
+
+
 def test_malformed_record_names_file_and_position(data_dir: Path) -> None:
     rows = json.loads((data_dir / EVIDENCE_FILE).read_text())
     del rows[3]["text"]

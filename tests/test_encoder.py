@@ -7,8 +7,10 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from perspectrum.encoders.bi_encoder import Encoder, MeanPooled, default_encoder_path
+from perspectrum.errors import PerspectrumError
 
 
 def test_mean_pooled_matches_sentence_transformers(encoder) -> None:
@@ -31,3 +33,35 @@ def test_other_layouts_are_not_taken_for_mean_pooling(tmp_path: Path) -> None:
     pooling.write_text(json.dumps({**config, "pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True}))
     assert MeanPooled.fits(folder) is None
     assert Encoder(folder).identity != Encoder(default_encoder_path()).identity
+
+
+@pytest.mark.parametrize("meta", ["[]", '"model"', "42", "null"])
+def test_a_model_meta_that_is_not_an_object_is_named_as_damaged(tmp_path: Path, meta: str) -> None:
+    """Not "has no params.max_length: retrain the model": the file is what is damaged."""
+    from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel
+    from perspectrum.models.store import read_meta, update_meta
+
+    folder = tmp_path / "relevance"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / META_FILE).write_text(meta)
+    expected = f"{folder / META_FILE} is not a JSON object; reinstall or retrain the model"
+    for load in (lambda: CrossEncoderModel.load(folder), lambda: read_meta(tmp_path, "relevance"),
+                 lambda: update_meta(tmp_path, "relevance", {"quantize": False})):
+        with pytest.raises(PerspectrumError) as caught:
+            load()
+        assert str(caught.value) == expected
+    assert (folder / META_FILE).read_text() == meta  # nothing rewritten
+
+
+def test_a_model_config_that_is_not_an_object_is_named_as_damaged(tmp_path: Path) -> None:
+    from perspectrum import integrity
+    from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel
+
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "config.json").write_text("[1]")
+    files = integrity.record(tmp_path, skip=(META_FILE,))
+    (tmp_path / META_FILE).write_text(json.dumps({"params": {"max_length": 64}, "files": files}))
+    with pytest.raises(PerspectrumError, match=r"config.json is not a JSON object; reinstall or retrain the model$"):
+        CrossEncoderModel.load(tmp_path)

@@ -172,3 +172,61 @@ def test_tuning_reads_dev_and_never_test(setup, tmp_path):
     # the same change to dev labels does move the dev figures, so the check above can fail
     train_light(_relabel(dataset, "dev"), store, tmp_path / "dev_changed")
     assert _meta(tmp_path / "dev_changed")["dev"] != _meta(folder)["dev"]
+
+
+def _edited(folder, target, edit) -> tuple:
+    """A copy of the heads in ``target`` with ``edit`` applied to its light.json's settings."""
+    copy = shutil.copytree(folder, target)
+    meta = _meta(copy)
+    edit(meta)
+    (copy / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    return copy, copy / META_FILE
+
+
+#: Hand edits of light.json's stored settings, and what the one-line error says of each.
+EDITS = [
+    (lambda m: m["settings"]["stance"].update(threshold="high"),
+     "setting stance.threshold must be a finite number, not 'high'"),
+    (lambda m: m["settings"]["relevance"].update(threshold=float("nan")),
+     "setting relevance.threshold must be a finite number, not nan"),
+    (lambda m: m["settings"]["relevance"].update(k=2.5), "setting relevance.k must be a whole number, not 2.5"),
+    (lambda m: m["settings"]["evidence"].update(relative="yes"),
+     "setting evidence.relative must be true or false, not 'yes'"),
+    (lambda m: m["settings"]["equivalence"].update(weight=None),
+     "setting equivalence.weight must be a finite number, not None"),
+    (lambda m: m["settings"]["stance"].pop("threshold"), "settings.stance has no threshold"),
+    (lambda m: m["settings"].update(stance=[0.3]), "settings.stance must be a JSON object, not [0.3]"),
+    (lambda m: m["settings"].pop("evidence"), "settings has no evidence"),
+    (lambda m: m.update(settings="tuned"), "settings must be a JSON object, not 'tuned'"),
+]
+
+
+@pytest.mark.parametrize("edit, problem", EDITS)
+def test_a_hand_edited_setting_is_one_line_naming_the_file_and_key_not_stale(setup, tmp_path, edit, problem):
+    """Not StaleHeads (which the pipeline turns into a refit): the edit is the person's to correct."""
+    dataset, store, _, folder = setup
+    edited, meta_path = _edited(folder, tmp_path / "light", edit)
+    with pytest.raises(PerspectrumError) as caught:
+        LightScorers.load(edited, store, Pool.from_dataset(dataset, "evidence"))
+    assert not isinstance(caught.value, StaleHeads)
+    assert str(caught.value) == (f"{meta_path}: {problem}; correct it, or delete {edited} and run "
+                                 "`perspectrum setup` to fit the light heads again")
+
+
+def test_discover_with_a_hand_edited_setting_prints_that_line_and_refits_nothing(setup, tmp_path):
+    from perspectrum.cli.app import app
+    from typer.testing import CliRunner
+
+    dataset, store, _, folder = setup
+    for kind in ("bm25", "dense"):  # the perspectives' indexes, which discover opens before the heads
+        store.open(Pool.from_dataset(dataset, "perspectives"), kind)
+    light, meta_path = _edited(folder, tmp_path / "models" / "light", EDITS[0][0])
+    before = {path.name: path.read_bytes() for path in light.iterdir()}
+    result = CliRunner().invoke(app, ["discover", "Zoos should be banned", "--data-dir", str(folder.parent / "data"),
+                                      "--no-verify", "--index-dir", str(store.root),
+                                      "--models-dir", str(tmp_path / "models")])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == (f"error: {meta_path}: {EDITS[0][1]}; correct it, or delete {light} and run "
+                             "`perspectrum setup` to fit the light heads again\n")
+    assert {path.name: path.read_bytes() for path in light.iterdir()} == before  # no heads fitted again
+    assert [p.name for p in (tmp_path / "models").iterdir() if p.suffix != ".lock"] == ["light"]  # no new version

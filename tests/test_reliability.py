@@ -268,6 +268,8 @@ def test_a_flipped_bit_in_the_light_heads_is_caught_or_harmless(light, dataset) 
                 loaded = LightScorers.load(folder, store, evidence)
             except StaleHeads as exc:  # the pipeline fits them again, saying why
                 assert any(why in str(exc) for why in ("damaged", "version", "encoder"))
+            except PerspectrumError as exc:  # a stored setting changed reads as a hand edit: named, not refitted
+                assert path.name == LIGHT_META and f"{LIGHT_META}: setting" in str(exc), exc
             else:
                 assert path.name == LIGHT_META and np.array_equal(loaded.stance(PAIRS), expected), bit
             finally:
@@ -385,6 +387,34 @@ def test_a_full_disk_is_one_line_and_the_old_index_stays(shared_tmp, fixture_roo
     assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr
     assert run.stderr.startswith(f"cannot write {shared_tmp / 'indexes' / 'perspectives' / 'bm25'}: File too large")
     assert store.check(pool, "bm25") is None and leftovers(shared_tmp / "indexes" / "perspectives", "bm25") == []
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, a device that is always full")
+@pytest.mark.parametrize("how", ["numpy", "python"])
+def test_a_full_disk_says_so_in_words_whoever_noticed(tmp_path, how) -> None:
+    """numpy reports a short write as bare counts ("80943 requested and 4064 written", no
+    errno) and Python as ENOSPC; either is "no space left on device", naming the target,
+    and the old file stays whole."""
+    target = _io.write_json(tmp_path / "kept.json", {"old": True})
+
+    def fill(tmp: Path) -> None:  # the bytes go to a full device, as they would on a full disk
+        if how == "numpy":
+            np.zeros(80943).tofile("/dev/full")
+        else:
+            with open("/dev/full", "w") as full:
+                full.write("x" * 80943)
+
+    with pytest.raises(PerspectrumError) as caught:
+        _io.atomic_write(target, fill)
+    assert str(caught.value) == (f"cannot write {target}: no space left on device; "
+                                 "free some space there and run the command again")
+    assert json.loads(target.read_text()) == {"old": True} and [p.name for p in tmp_path.iterdir()] == ["kept.json"]
+
+
+def test_a_short_write_under_a_file_size_limit_is_file_too_large(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(_io, "_file_size_limited", lambda: True)  # `ulimit -f`: the disk is not full
+    error = _io.cannot_write(tmp_path / "x.npy", OSError("80943 requested and 4064 written"))
+    assert str(error) == f"cannot write {tmp_path / 'x.npy'}: File too large"
 
 
 def _without_override() -> None:

@@ -33,6 +33,28 @@ READ = ("config.json", "tokenizer.json", "tokenizer_config.json")
 SEP = "[SEP]"
 
 Pair = tuple[str, str]
+#: What a person can do about a model folder whose files are damaged.
+REMEDY = "reinstall or retrain the model"
+
+
+def json_object(path: Path) -> dict[str, Any]:
+    """A model folder's JSON file (``perspectrum.json``, ``config.json``) as the object it
+    must be, or a one-line error that names the file and says it is damaged: without this
+    check a ``[]`` there read as a model with no ``params.max_length``, which sent a person
+    to retrain a model whose only fault was one file."""
+    from perspectrum.data import json_problem
+
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise PerspectrumError(f"{path} is not valid JSON ({json_problem(exc)}); {REMEDY}") from None
+    except UnicodeDecodeError:
+        raise PerspectrumError(f"{path} is not UTF-8 text; {REMEDY}") from None
+    except OSError as exc:
+        raise PerspectrumError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not isinstance(value, dict):
+        raise PerspectrumError(f"{path} is not a JSON object; {REMEDY}")
+    return value
 
 
 class CrossEncoderModel:
@@ -89,15 +111,13 @@ class CrossEncoderModel:
         meta_path = folder / META_FILE
         if not meta_path.is_file() or not (folder / "config.json").is_file():
             raise PerspectrumError(f"no trained model in {folder} (train it with `perspectrum train`)")
+        meta = json_object(meta_path)
+        files = integrity.sealed(folder, meta, META_FILE, READ)
+        integrity.check(folder, files, READ)  # read at every start; the weights (below) only without a copy
+        config = json_object(folder / "config.json")
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            files = integrity.sealed(folder, meta, META_FILE, READ)
-            integrity.check(folder, files, READ)  # read at every start; the weights (below) only without a copy
-            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
             max_length = int(meta["params"]["max_length"])
-        except json.JSONDecodeError as exc:
-            raise PerspectrumError(f"{folder} has a file that is not valid JSON ({exc.msg})") from None
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise PerspectrumError(f"{meta_path} has no params.max_length: retrain the model") from None
         quantize = quantize and meta.get("quantize", True)
         copy = traced.load(folder, quantize, files)

@@ -29,6 +29,7 @@ train stance --fast``).
 from __future__ import annotations
 
 import json
+import reprlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -246,8 +247,6 @@ class LightScorers:
                 raise StaleHeads(f"the light heads in {folder} are of another kind or version")
             files = integrity.recorded(meta.get("files"), folder / META_FILE, [HEADS_FILE, RANKER_FILE])
             integrity.check(folder, files, [HEADS_FILE, RANKER_FILE])
-            settings = {model: model_settings(model, meta["settings"][model]) for model in MODELS}
-            check_settings(settings, folder / META_FILE, MODEL)
             with np.load(folder / HEADS_FILE, allow_pickle=False) as saved:
                 heads = {stage: LinearHead.from_arrays(saved, f"{stage}.") for stage in CROSS_ENCODED}
             ranker = EvidenceRanker.load(folder)
@@ -258,6 +257,7 @@ class LightScorers:
         if meta.get("encoder") != store.encoder.identity:
             raise StaleHeads(f"the light heads in {folder} were trained on another encoder's "
                              f"embeddings ({meta.get('encoder')})")
+        settings = stored_light_settings(meta, folder)  # not StaleHeads: an edited value is no reason to refit
         trained = {}
         if models_dir is not None:
             from perspectrum.models.store import load_task, read_meta
@@ -267,6 +267,40 @@ class LightScorers:
                 settings[task] = stored_settings(Path(models_dir), task, read_meta(models_dir, task))
         merge_pipeline_file(settings, folder)
         return cls(heads, ranker, settings, store, evidence, trained)
+
+
+def stored_light_settings(meta: Mapping[str, Any], folder: Path) -> dict[str, dict[str, Any]]:
+    """The dev-tuned settings ``light.json`` stores (``settings.<model>.<setting>``), checked
+    by :func:`~perspectrum.models.settings.check_settings`.
+
+    Anything amiss (a setting missing, a section that is not an object, a threshold edited
+    to ``"high"``, ``null`` or ``NaN``) is a plain one-line :class:`PerspectrumError` naming
+    the file and the key, not :class:`StaleHeads`: the heads are sound, and a person edited
+    the file, so fitting them again (what ``perspectrum setup``, or ``discover`` on an
+    unprepared machine, does for stale heads) would silently throw their edit away.
+    """
+    path = folder / META_FILE
+    remedy = f"correct it, or delete {folder} and run `perspectrum setup` to fit the light heads again"
+    stored = meta.get("settings")
+    if not isinstance(stored, Mapping):
+        found = "has no settings" if stored is None else f"settings must be a JSON object, not {reprlib.repr(stored)}"
+        raise PerspectrumError(f"{path}: {found}; {remedy}")
+    settings = {}
+    for model in MODELS:
+        tuned = stored.get(model)
+        if not isinstance(tuned, Mapping):
+            found = (f"settings has no {model}" if tuned is None
+                     else f"settings.{model} must be a JSON object, not {reprlib.repr(tuned)}")
+            raise PerspectrumError(f"{path}: {found}; {remedy}")
+        try:
+            settings[model] = model_settings(model, tuned)
+        except KeyError as exc:
+            raise PerspectrumError(f"{path}: settings.{model} has no {exc.args[0]}; {remedy}") from None
+    try:
+        check_settings(settings, path, MODEL)
+    except PerspectrumError as exc:
+        raise PerspectrumError(f"{exc}; {remedy}") from None
+    return settings
 
 
 def unprepared(models_dir: str | Path) -> str | None:

@@ -20,7 +20,7 @@ from typing import Any
 from perspectrum import integrity
 from perspectrum._io import atomic_folder, atomic_write, tidy, write_json
 from perspectrum.encoders.base_models import PACKAGES
-from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel
+from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel, json_object
 from perspectrum.errors import PerspectrumError
 from perspectrum.integrity import CARD
 from perspectrum.models.evidence_ranker import RANKER_FILE, EvidenceRanker
@@ -199,10 +199,7 @@ def read_meta(models_dir: str | Path, task: str) -> dict[str, Any]:
     path = Path(models_dir) / task / META_FILE
     if not path.is_file():
         raise PerspectrumError(f"no trained {task} model in {path.parent} (train it with `perspectrum train {task}`)")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise PerspectrumError(f"{path} is not valid JSON ({exc.msg})") from None
+    meta = json_object(path)
     if meta.get("task") != task:
         raise PerspectrumError(f"{path.parent} holds a {meta.get('task')!r} model, not {task!r}")
     return meta
@@ -211,7 +208,7 @@ def read_meta(models_dir: str | Path, task: str) -> dict[str, Any]:
 def update_meta(models_dir: str | Path, task: str, changes: Mapping[str, Any]) -> dict[str, Any]:
     """Merge ``changes`` into the model's meta and rewrite meta and card (atomically)."""
     folder = Path(models_dir) / task
-    meta = {**json.loads((folder / META_FILE).read_text(encoding="utf-8")), **changes}
+    meta = {**json_object(folder / META_FILE), **changes}
     write_json(folder / META_FILE, meta)
     atomic_write(folder / CARD, lambda tmp: tmp.write_text(render_card(meta), encoding="utf-8"))
     return meta
