@@ -10,6 +10,7 @@ import io
 import json
 import tarfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,6 +47,12 @@ def fake_models(root: Path, checksum: str = CHECKSUM) -> Path:
 def snapshot(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _hidden(root: Path) -> list[str]:
+    """What lies hidden beside ``root`` besides its writers' lock and the version it links to."""
+    return sorted(p.name for p in root.parent.iterdir()
+                  if p.name.startswith(".") and not p.name.endswith(".lock") and p != root.resolve())
 
 
 def rewrite(bundle: Path, out: Path, change) -> Path:
@@ -239,3 +246,46 @@ def test_cli_list_shows_each_model_and_the_system(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "discover uses: trained" in result.output and "F1 50.0" in result.output
     assert all(task in result.output for task in ("relevance", "stance", "equivalence", "evidence"))
+
+
+@contextmanager
+def trickle(announce: int, every: float, most: int) -> Iterator[str]:
+    """A loopback HTTP server that announces ``announce`` bytes, then sends one every ``every`` s
+    (at most ``most``), as a stalled or hostile server does."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            self.send_response(200)
+            self.send_header("Content-Length", str(announce))
+            self.end_headers()
+            try:
+                for _ in range(most):
+                    self.wfile.write(b"x")
+                    time.sleep(every)
+            except OSError:  # the client gave up
+                pass
+            self.close_connection = True
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/models.tar.gz"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_download_that_outlasts_its_deadline_is_stopped(installed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perspectrum.models import bundle as bundles
+
+    before = snapshot(installed)
+    monkeypatch.setattr(bundles, "DOWNLOAD_DEADLINE_SECONDS", 1.0, raising=False)
+    started = time.monotonic()
+    with trickle(announce=10_000, every=0.25, most=40) as url:
+        with pytest.raises(PerspectrumError, match=r"gave up on the download of .* after 1 s"):
+            install_models(url, installed, CHECKSUM)
+    assert time.monotonic() - started < 5
+    assert snapshot(installed) == before and _hidden(installed) == []

@@ -7,7 +7,8 @@ tasks with the evidence ranker, the light heads) and ``pipeline.json``, plus a
 it and the checksum of the data the models were trained on.
 
 Installing trusts nothing it was given: the source (a path, ``file://`` or ``http(s)://``) is
-copied to a temporary file first, every member name is checked before anything is written,
+copied to a temporary file first (a download has an overall deadline, not only one per read),
+every member name is checked before anything is written,
 every file's sum is checked against the manifest, and files the manifest does not name are
 refused. Only then is the new ``models/`` swapped in whole (:func:`perspectrum._io.atomic_folder`),
 so a refused, failed or interrupted install leaves the old models working. What ``models/``
@@ -23,6 +24,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -49,6 +51,12 @@ FORMAT = 1
 #: What a bundle carries, in the order listed: everything else in ``models/`` stays local.
 ENTRIES = (*MODELS, LIGHT_FOLDER, PIPELINE_FILE)
 _BLOCK = 1 << 20
+#: Seconds a download from a URL may take in all: a server that trickles bytes would otherwise
+#: keep an install waiting for ever, as each read's own timeout (:data:`READ_TIMEOUT_SECONDS`)
+#: restarts with every byte. An hour fetches the default bundle at about 100 kB/s.
+DOWNLOAD_DEADLINE_SECONDS = 3600.0
+#: Seconds one read (or the connection) may wait for the server.
+READ_TIMEOUT_SECONDS = 60.0
 
 
 def _files(root: Path, entry: str) -> Iterator[Path]:
@@ -178,7 +186,9 @@ def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
 def fetch(source: str, into: Path, show_progress: bool = False) -> Path:
     """Copy ``source`` (a path, ``file://`` or ``http(s)://`` URL) to a file in ``into``.
 
-    A download that ends before its announced length is an error, not a short file.
+    A download that ends before its announced length is an error, not a short file, and one
+    still running after :data:`DOWNLOAD_DEADLINE_SECONDS` is stopped (reads return what has
+    arrived, so the deadline is checked at least every :data:`READ_TIMEOUT_SECONDS`).
     """
     target = into / "bundle.tar.gz"
     if "://" not in source:
@@ -190,19 +200,33 @@ def fetch(source: str, into: Path, show_progress: bool = False) -> Path:
     scheme = source.split("://", 1)[0].lower()
     if scheme not in ("http", "https", "file"):
         raise PerspectrumError(f"cannot install from {scheme}:// (give a path, file://, http:// or https://)")
+    deadline = DOWNLOAD_DEADLINE_SECONDS
+    started = time.monotonic()
+
+    def late() -> PerspectrumError:
+        return PerspectrumError(f"gave up on the download of {source} after {deadline:,.0f} s (the deadline, "
+                                "perspectrum.models.bundle.DOWNLOAD_DEADLINE_SECONDS): the server is stalled or too "
+                                "slow; download the bundle another way and install it from its path")
+
     try:
-        with urllib.request.urlopen(source, timeout=60) as response, target.open("wb") as out:
+        with urllib.request.urlopen(source, timeout=min(READ_TIMEOUT_SECONDS, deadline)) as response, \
+                target.open("wb") as out:
             expected = response.headers.get("Content-Length")
             total = int(expected) if expected and expected.isdigit() else 0
             written = 0
+            read = getattr(response, "read1", response.read)  # what has arrived, not a full block
             with progress("downloading", total or 1, enabled=show_progress and total > 0) as advance:
-                for block in iter(lambda: response.read(_BLOCK), b""):
+                for block in iter(lambda: read(_BLOCK), b""):
                     out.write(block)
                     written += len(block)
                     advance(len(block))
+                    if time.monotonic() - started > deadline:
+                        raise late()
     except http.client.HTTPException as exc:  # IncompleteRead and kin: the connection broke off
         raise PerspectrumError(f"download of {source} broke off ({type(exc).__name__})") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
+        if time.monotonic() - started >= deadline:  # the last read timed out past the deadline
+            raise late() from None
         reason = getattr(exc, "reason", None) or exc
         raise PerspectrumError(f"cannot download {source}: {reason}".splitlines()[0]) from None
     if total and written != total:
