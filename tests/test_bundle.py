@@ -23,6 +23,7 @@ from perspectrum.models.bundle import MANIFEST, export_models, install_models, i
 from perspectrum.cli.app import app
 from perspectrum.data import data_checksum
 from perspectrum.errors import PerspectrumError
+from perspectrum.models.scorers import models_present
 
 runner = CliRunner()
 CHECKSUM = "a" * 64
@@ -289,3 +290,46 @@ def test_a_download_that_outlasts_its_deadline_is_stopped(installed: Path, monke
             install_models(url, installed, CHECKSUM)
     assert time.monotonic() - started < 5
     assert snapshot(installed) == before and _hidden(installed) == []
+
+
+# ------------------------------------------------------------- issue 33: a hostile fault run
+KILL_INSTALL = """
+import os, sys
+from perspectrum import _io
+from perspectrum.models.bundle import install_models
+_io.fault_hook = lambda name: os._exit(9) if name == sys.argv[1] else None
+install_models(sys.argv[2], sys.argv[3], sys.argv[4])
+"""
+
+
+def _killed_install(step: str, bundle: Path, root: Path) -> None:
+    """Run an install of ``bundle`` into ``root`` in a fresh process killed at ``step``."""
+    from .test_reliability import python
+
+    run = python(KILL_INSTALL, step, str(bundle), str(root), CHECKSUM)
+    assert run.returncode == 9, run.stderr
+
+
+@pytest.mark.parametrize("reader", ["list", "load"])
+@pytest.mark.parametrize("step", ["write", "written", "moved aside", "swapped"])
+def test_a_crash_at_any_step_of_install_leaves_the_old_or_the_new_models_findable(
+        bundle: Path, installed: Path, tmp_path: Path, data_dir: Path, step: str, reader: str) -> None:
+    old, new = snapshot(installed), snapshot(tmp_path / "team")
+    _killed_install(step, bundle, installed)
+    if reader == "list":
+        result = runner.invoke(app, ["models", "list", "--models-dir", str(installed), "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["system"] == "trained"
+    else:  # what discover does first: resolve the folder and refuse one that cannot answer
+        pipe = Pipeline.load(data_dir, tmp_path / "indexes", installed, verify=False)
+        assert models_present(pipe.models_dir)
+    assert snapshot(installed) in (old, new)
+    install_models(str(bundle), installed, CHECKSUM)  # the next install completes, from either state
+    assert snapshot(installed) == new and _hidden(installed) == []
+
+
+def test_the_next_install_removes_what_an_interrupted_one_left(bundle: Path, installed: Path) -> None:
+    _killed_install("written", bundle, installed)  # the download and the unpacked version are left behind
+    assert any("bundle-" in name for name in _hidden(installed))
+    install_models(str(bundle), installed, CHECKSUM)
+    assert _hidden(installed) == []

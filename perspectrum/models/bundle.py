@@ -11,7 +11,9 @@ copied to a temporary file first (a download has an overall deadline, not only o
 every member name is checked before anything is written,
 every file's sum is checked against the manifest, and files the manifest does not name are
 refused. Only then is the new ``models/`` swapped in whole (:func:`perspectrum._io.atomic_folder`),
-so a refused, failed or interrupted install leaves the old models working. What ``models/``
+so a refused, failed or interrupted install leaves the old models working; a crash between the
+swap's renames is repaired by the next reader (:func:`perspectrum.config.models_dir`) or install,
+which also removes what a killed install left (its download, unfinished versions). What ``models/``
 holds besides the bundle (the unpacked MPNet base) is carried over by hard links.
 """
 
@@ -34,7 +36,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from perspectrum._version import __version__
-from perspectrum._io import atomic_folder, atomic_write
+from perspectrum import config as folders
+from perspectrum._io import atomic_folder, atomic_write, folder_lock, tidy
 from perspectrum._progress import progress
 from perspectrum.config import LIGHT_FOLDER
 from perspectrum.encoders.cross_encoder import META_FILE
@@ -105,7 +108,7 @@ def inventory(models_dir: str | Path) -> dict[str, Any]:
         trained stance`` where a fine-tuned stance model answers in place of its head, and so
         on), with `` (trained on first use)`` while the light heads are still to be fitted.
     """
-    root = Path(models_dir)
+    root = folders.models_dir(models_dir)  # puts back models an interrupted install moved aside
     entries = []
     for task in MODELS:
         meta = _read_json(root / task / META_FILE)
@@ -149,7 +152,7 @@ def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
     Returns:
         The manifest written.
     """
-    root = Path(models_dir)
+    root = folders.models_dir(models_dir)
     present = [entry for entry in ENTRIES if (root / entry).exists()]
     if not any(entry in present for entry in (*MODELS, LIGHT_FOLDER)):
         raise PerspectrumError(f"nothing to export: {root} holds no trained models or light heads")
@@ -316,9 +319,21 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
+def _tidy_leftovers(root: Path) -> None:
+    """Remove what killed installs of ``root`` left (downloads in ``.<name>.bundle-*``, unfinished
+    or superseded versions) and put back a folder moved aside; call with ``root``'s lock held,
+    so none of it is in use."""
+    tidy(root)  # re-entrant: this thread holds the lock
+    for left in root.parent.glob(f".{root.name}.bundle-*"):
+        shutil.rmtree(left, ignore_errors=True)
+
+
 def install_models(source: str, models_dir: str | Path, data_checksum: str,
                    show_progress: bool = False) -> dict[str, Any]:
     """Install the bundle at ``source`` as ``models_dir``, all or nothing.
+
+    Holds the models folder's writers' lock throughout (download included), so two installs
+    take turns and leftovers of earlier, killed ones can be removed safely first.
 
     Args:
         source: a path, or a ``file://``, ``http://`` or ``https://`` URL.
@@ -329,14 +344,15 @@ def install_models(source: str, models_dir: str | Path, data_checksum: str,
         The bundle's manifest.
     """
     root = Path(models_dir)
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".bundle-", dir=root.parent) as scratch:
-        archive = fetch(source, Path(scratch), show_progress)
-        manifest: dict[str, Any] = {}
+    manifest: dict[str, Any] = {}
+    with folder_lock(root):
+        _tidy_leftovers(root)
+        with tempfile.TemporaryDirectory(prefix=f".{root.name}.bundle-", dir=root.parent) as scratch:
+            archive = fetch(source, Path(scratch), show_progress)
 
-        def write(tmp: Path) -> None:
-            manifest.update(_unpack(archive, tmp, data_checksum))
-            _carry_over(root, tmp)
+            def write(tmp: Path) -> None:
+                manifest.update(_unpack(archive, tmp, data_checksum))
+                _carry_over(root, tmp)
 
-        atomic_folder(root, write)
+            atomic_folder(root, write)
     return manifest
