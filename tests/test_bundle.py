@@ -139,7 +139,7 @@ def test_refused_bundles_leave_the_installed_models_intact(bundle: Path, install
         data[len(data) // 2: len(data) // 2 + 64] = b"\x00" * 64
         bad.write_bytes(bytes(data))
     elif damage == "wrong-sum":
-        rewrite(bundle, bad, lambda n, b: b + b"!" if n == "evidence/ranker.npz" else b)
+        rewrite(bundle, bad, lambda n, b: b[:-1] + b"!" if n == "evidence/ranker.npz" else b)  # same size
     elif damage == "extra-file":
         _append(bundle, bad, "light/extra.bin", b"not in the manifest")
     elif damage == "escape":
@@ -333,3 +333,119 @@ def test_the_next_install_removes_what_an_interrupted_one_left(bundle: Path, ins
     assert any("bundle-" in name for name in _hidden(installed))
     install_models(str(bundle), installed, CHECKSUM)
     assert _hidden(installed) == []
+
+
+def _manifest_change(change):
+    def rewrite_manifest(name: str, body: bytes) -> bytes | None:
+        if name != MANIFEST:
+            return body
+        data = json.loads(body)
+        change(data)
+        return json.dumps(data).encode()
+    return rewrite_manifest
+
+
+def test_a_bundle_without_the_files_its_models_need_is_refused(bundle: Path, installed: Path,
+                                                               tmp_path: Path) -> None:
+    before = snapshot(installed)
+    empty = rewrite(bundle, tmp_path / "empty.tar.gz",
+                    lambda n, b: _manifest_change(lambda m: m.update(files={}, sizes={}))(n, b)
+                    if n == MANIFEST else None)
+    with pytest.raises(PerspectrumError, match="lacks relevance/perspectrum.json, which its relevance model needs"):
+        install_models(str(empty), installed, CHECKSUM)
+    nothing = rewrite(bundle, tmp_path / "nothing.tar.gz",
+                      lambda n, b: _manifest_change(lambda m: m.update(entries=[], files={}, sizes={}))(n, b)
+                      if n == MANIFEST else None)
+    with pytest.raises(PerspectrumError, match="names no models"):
+        install_models(str(nothing), installed, CHECKSUM)
+    assert snapshot(installed) == before and _hidden(installed) == []
+
+
+def light_only(root: Path) -> Path:
+    """A models folder holding light heads only (fake arrays: sums and merges are the point)."""
+    (root / "light").mkdir(parents=True)
+    (root / "light" / "light.json").write_text(json.dumps({"encoder": "e", "kind": "light"}))
+    (root / "light" / "heads.npz").write_bytes(b"heads")
+    return root
+
+
+def test_a_light_only_bundle_merges_by_model_unless_told_to_replace(installed: Path, tmp_path: Path) -> None:
+    export_models(light_only(tmp_path / "heads"), tmp_path / "light.tar.gz", CHECKSUM)
+    before = snapshot(installed)
+    result = install_models(str(tmp_path / "light.tar.gz"), installed, CHECKSUM)
+    assert result["kept"] == ["relevance", "stance", "equivalence", "evidence", "pipeline.json"]
+    assert result["removed"] == []
+    after = snapshot(installed)
+    assert after == {**before, **snapshot(tmp_path / "heads")}  # the trained stance model is still there
+    result = install_models(str(tmp_path / "light.tar.gz"), installed, CHECKSUM, replace=True)
+    assert result["removed"] == ["relevance", "stance", "equivalence", "evidence", "pipeline.json"]
+    assert snapshot(installed) == {**snapshot(tmp_path / "heads"),
+                                   "base/mpnet/config.json": before["base/mpnet/config.json"]}
+
+
+def test_cli_install_says_which_models_it_kept_and_replace_removes_them(installed: Path, tmp_path: Path,
+                                                                        data_dir: Path) -> None:
+    checksum = data_checksum(data_dir)
+    for task in ("relevance", "stance", "equivalence", "evidence"):
+        meta = installed / task / "perspectrum.json"
+        meta.write_text(meta.read_text().replace(CHECKSUM, checksum))
+    export_models(light_only(tmp_path / "heads"), tmp_path / "light.tar.gz", checksum)
+    common = ["--models-dir", str(installed), "--data-dir", str(data_dir)]
+    merged = runner.invoke(app, ["models", "install", str(tmp_path / "light.tar.gz"), *common])
+    assert merged.exit_code == 0, merged.output
+    assert "kept relevance, stance, equivalence, evidence, pipeline.json" in " ".join(merged.output.split())
+    assert (installed / "stance" / "perspectrum.json").is_file()
+    replaced = runner.invoke(app, ["models", "install", str(tmp_path / "light.tar.gz"), "--replace", *common])
+    assert replaced.exit_code == 0, replaced.output
+    assert "removed relevance, stance" in " ".join(replaced.output.split())
+    assert not (installed / "stance").exists() and (installed / "light" / "heads.npz").is_file()
+
+
+def _bomb(bundle: Path, out: Path, zeros: int) -> Path:
+    """``bundle`` with evidence/ranker.npz swapped for ``zeros`` zero bytes, its manifest unchanged."""
+    with tarfile.open(bundle, "r:gz") as source, tarfile.open(out, "w:gz", compresslevel=1) as target:
+        for member in source.getmembers():
+            body = source.extractfile(member).read()
+            if member.name == "evidence/ranker.npz":
+                body = bytes(zeros)
+            info = tarfile.TarInfo(member.name)
+            info.size = len(body)
+            target.addfile(info, io.BytesIO(body))
+    return out
+
+
+def test_a_decompression_bomb_is_refused_before_it_is_unpacked(bundle: Path, installed: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from perspectrum.models import bundle as bundles
+
+    before = snapshot(installed)
+    bomb = _bomb(bundle, tmp_path / "bomb.tar.gz", 32 << 20)
+    assert bomb.stat().st_size < 200_000  # 32 MiB of zeros compress to a few dozen KB
+    written = []
+    real_open = Path.open
+
+    def counting_open(self: Path, mode: str = "r", *args, **kwargs):  # what the installer writes
+        handle = real_open(self, mode, *args, **kwargs)
+        if "w" in mode and self.name == "ranker.npz":
+            written.append(self)
+        return handle
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    with pytest.raises(PerspectrumError, match=r"evidence/ranker.npz in the bundle is 33,554,432 bytes, "
+                                               r"not the 6 its manifest declares"):
+        install_models(str(bomb), installed, CHECKSUM)
+    monkeypatch.undo()
+    assert written == [] and snapshot(installed) == before and _hidden(installed) == []
+    monkeypatch.setattr(bundles, "MAX_UNPACKED_BYTES", 1000, raising=False)
+    with pytest.raises(PerspectrumError, match=r"would unpack to [\d,]+ bytes, more than the 1,000 allowed"):
+        install_models(str(bundle), installed, CHECKSUM)
+    assert snapshot(installed) == before and _hidden(installed) == []
+
+
+@pytest.mark.parametrize("body", [b"\x00\x00\xfe\xff\x00\x00\x00{", b"\xff\xfe{\x00", b"\x89PNG\r\n", b"{]"])
+def test_a_garbage_manifest_is_not_a_perspectrum_bundle(bundle: Path, installed: Path, tmp_path: Path,
+                                                         body: bytes) -> None:
+    bad = rewrite(bundle, tmp_path / "garbage.tar.gz", lambda n, b: body if n == MANIFEST else b)
+    with pytest.raises(PerspectrumError) as raised:
+        install_models(str(bad), installed, CHECKSUM)
+    assert str(raised.value) == f"{bad} is not a perspectrum bundle (its manifest is not UTF-8 JSON)"
