@@ -191,6 +191,23 @@ def tidy(final: str | Path) -> None:
         lock.release()
 
 
+def restore(final: str | Path) -> None:
+    """Put back a folder that an interrupted swap left moved aside (``.<name>.old-*``) while
+    nothing is at ``final``, so a reader that resolves ``final`` finds the old folder rather than
+    none; and a writer that would create ``final`` afresh cannot bury it (the next swap
+    would then delete it as a leftover). Costs one ``stat`` when ``final`` is there: it
+    takes no lock and creates nothing unless there is something to restore."""
+    final = Path(final)
+    try:
+        if final.exists() or final.is_symlink() or not final.parent.is_dir():
+            return
+        moved = next(final.parent.glob(f".{final.name}.old-*"), None)
+    except OSError:  # an unreadable parent: the reader's own error will say so
+        return
+    if moved is not None:
+        tidy(final)
+
+
 def atomic_folder(final: str | Path, write: Callable[[Path], None]) -> Path:
     """Call ``write(folder)`` on a fresh version folder beside ``final``, then point
     ``final`` at it by one atomic rename; the superseded version is removed last.

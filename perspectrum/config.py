@@ -120,7 +120,17 @@ def index_dir(given: str | Path | None = None) -> Path:
 
 
 def models_dir(given: str | Path | None = None) -> Path:
-    """Where models live: ``given``, else ``$PERSPECTRUM_MODELS``, else ``./models``."""
+    """Where models live: ``given``, else ``$PERSPECTRUM_MODELS``, else ``./models``.
+
+    Every reader and writer of the models folder resolves it here (the CLI, the pipeline,
+    the scorers, evaluation, training), so this is where a folder that an interrupted
+    ``perspectrum models install`` left moved aside is put back: they find the old models,
+    never none, and a writer cannot start a fresh folder over them.
+    """
     import os
 
-    return Path(given) if given is not None else Path(os.environ.get(MODELS_ENV, DEFAULT_MODELS_DIR))
+    from perspectrum._io import restore
+
+    folder = Path(given) if given is not None else Path(os.environ.get(MODELS_ENV, DEFAULT_MODELS_DIR))
+    restore(folder)
+    return folder

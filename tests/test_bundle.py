@@ -10,6 +10,7 @@ import io
 import json
 import tarfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,7 @@ from perspectrum.models.bundle import MANIFEST, export_models, install_models, i
 from perspectrum.cli.app import app
 from perspectrum.data import data_checksum
 from perspectrum.errors import PerspectrumError
+from perspectrum.models.scorers import models_present
 
 runner = CliRunner()
 CHECKSUM = "a" * 64
@@ -46,6 +48,12 @@ def fake_models(root: Path, checksum: str = CHECKSUM) -> Path:
 def snapshot(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _hidden(root: Path) -> list[str]:
+    """What lies hidden beside ``root`` besides its writers' lock and the version it links to."""
+    return sorted(p.name for p in root.parent.iterdir()
+                  if p.name.startswith(".") and not p.name.endswith(".lock") and p != root.resolve())
 
 
 def rewrite(bundle: Path, out: Path, change) -> Path:
@@ -131,7 +139,7 @@ def test_refused_bundles_leave_the_installed_models_intact(bundle: Path, install
         data[len(data) // 2: len(data) // 2 + 64] = b"\x00" * 64
         bad.write_bytes(bytes(data))
     elif damage == "wrong-sum":
-        rewrite(bundle, bad, lambda n, b: b + b"!" if n == "evidence/ranker.npz" else b)
+        rewrite(bundle, bad, lambda n, b: b[:-1] + b"!" if n == "evidence/ranker.npz" else b)  # same size
     elif damage == "extra-file":
         _append(bundle, bad, "light/extra.bin", b"not in the manifest")
     elif damage == "escape":
@@ -239,3 +247,205 @@ def test_cli_list_shows_each_model_and_the_system(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "discover uses: trained" in result.output and "F1 50.0" in result.output
     assert all(task in result.output for task in ("relevance", "stance", "equivalence", "evidence"))
+
+
+@contextmanager
+def trickle(announce: int, every: float, most: int) -> Iterator[str]:
+    """A loopback HTTP server that announces ``announce`` bytes, then sends one every ``every`` s
+    (at most ``most``), as a stalled or hostile server does."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            self.send_response(200)
+            self.send_header("Content-Length", str(announce))
+            self.end_headers()
+            try:
+                for _ in range(most):
+                    self.wfile.write(b"x")
+                    time.sleep(every)
+            except OSError:  # the client gave up
+                pass
+            self.close_connection = True
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/models.tar.gz"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_download_that_outlasts_its_deadline_is_stopped(installed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perspectrum.models import bundle as bundles
+
+    before = snapshot(installed)
+    monkeypatch.setattr(bundles, "DOWNLOAD_DEADLINE_SECONDS", 1.0, raising=False)
+    started = time.monotonic()
+    with trickle(announce=10_000, every=0.25, most=40) as url:
+        with pytest.raises(PerspectrumError, match=r"gave up on the download of .* after 1 s"):
+            install_models(url, installed, CHECKSUM)
+    assert time.monotonic() - started < 5
+    assert snapshot(installed) == before and _hidden(installed) == []
+
+
+# ------------------------------------------------------------- issue 33: a hostile fault run
+KILL_INSTALL = """
+import os, sys
+from perspectrum import _io
+from perspectrum.models.bundle import install_models
+_io.fault_hook = lambda name: os._exit(9) if name == sys.argv[1] else None
+install_models(sys.argv[2], sys.argv[3], sys.argv[4])
+"""
+
+
+def _killed_install(step: str, bundle: Path, root: Path) -> None:
+    """Run an install of ``bundle`` into ``root`` in a fresh process killed at ``step``."""
+    from .test_reliability import python
+
+    run = python(KILL_INSTALL, step, str(bundle), str(root), CHECKSUM)
+    assert run.returncode == 9, run.stderr
+
+
+@pytest.mark.parametrize("reader", ["list", "load"])
+@pytest.mark.parametrize("step", ["write", "written", "moved aside", "swapped"])
+def test_a_crash_at_any_step_of_install_leaves_the_old_or_the_new_models_findable(
+        bundle: Path, installed: Path, tmp_path: Path, data_dir: Path, step: str, reader: str) -> None:
+    old, new = snapshot(installed), snapshot(tmp_path / "team")
+    _killed_install(step, bundle, installed)
+    if reader == "list":
+        result = runner.invoke(app, ["models", "list", "--models-dir", str(installed), "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["system"] == "trained"
+    else:  # what discover does first: resolve the folder and refuse one that cannot answer
+        pipe = Pipeline.load(data_dir, tmp_path / "indexes", installed, verify=False)
+        assert models_present(pipe.models_dir)
+    assert snapshot(installed) in (old, new)
+    install_models(str(bundle), installed, CHECKSUM)  # the next install completes, from either state
+    assert snapshot(installed) == new and _hidden(installed) == []
+
+
+def test_the_next_install_removes_what_an_interrupted_one_left(bundle: Path, installed: Path) -> None:
+    _killed_install("written", bundle, installed)  # the download and the unpacked version are left behind
+    assert any("bundle-" in name for name in _hidden(installed))
+    install_models(str(bundle), installed, CHECKSUM)
+    assert _hidden(installed) == []
+
+
+def _manifest_change(change):
+    def rewrite_manifest(name: str, body: bytes) -> bytes | None:
+        if name != MANIFEST:
+            return body
+        data = json.loads(body)
+        change(data)
+        return json.dumps(data).encode()
+    return rewrite_manifest
+
+
+def test_a_bundle_without_the_files_its_models_need_is_refused(bundle: Path, installed: Path,
+                                                               tmp_path: Path) -> None:
+    before = snapshot(installed)
+    empty = rewrite(bundle, tmp_path / "empty.tar.gz",
+                    lambda n, b: _manifest_change(lambda m: m.update(files={}, sizes={}))(n, b)
+                    if n == MANIFEST else None)
+    with pytest.raises(PerspectrumError, match="lacks relevance/perspectrum.json, which its relevance model needs"):
+        install_models(str(empty), installed, CHECKSUM)
+    nothing = rewrite(bundle, tmp_path / "nothing.tar.gz",
+                      lambda n, b: _manifest_change(lambda m: m.update(entries=[], files={}, sizes={}))(n, b)
+                      if n == MANIFEST else None)
+    with pytest.raises(PerspectrumError, match="names no models"):
+        install_models(str(nothing), installed, CHECKSUM)
+    assert snapshot(installed) == before and _hidden(installed) == []
+
+
+def light_only(root: Path) -> Path:
+    """A models folder holding light heads only (fake arrays: sums and merges are the point)."""
+    (root / "light").mkdir(parents=True)
+    (root / "light" / "light.json").write_text(json.dumps({"encoder": "e", "kind": "light"}))
+    (root / "light" / "heads.npz").write_bytes(b"heads")
+    return root
+
+
+def test_a_light_only_bundle_merges_by_model_unless_told_to_replace(installed: Path, tmp_path: Path) -> None:
+    export_models(light_only(tmp_path / "heads"), tmp_path / "light.tar.gz", CHECKSUM)
+    before = snapshot(installed)
+    result = install_models(str(tmp_path / "light.tar.gz"), installed, CHECKSUM)
+    assert result["kept"] == ["relevance", "stance", "equivalence", "evidence", "pipeline.json"]
+    assert result["removed"] == []
+    after = snapshot(installed)
+    assert after == {**before, **snapshot(tmp_path / "heads")}  # the trained stance model is still there
+    result = install_models(str(tmp_path / "light.tar.gz"), installed, CHECKSUM, replace=True)
+    assert result["removed"] == ["relevance", "stance", "equivalence", "evidence", "pipeline.json"]
+    assert snapshot(installed) == {**snapshot(tmp_path / "heads"),
+                                   "base/mpnet/config.json": before["base/mpnet/config.json"]}
+
+
+def test_cli_install_says_which_models_it_kept_and_replace_removes_them(installed: Path, tmp_path: Path,
+                                                                        data_dir: Path) -> None:
+    checksum = data_checksum(data_dir)
+    for task in ("relevance", "stance", "equivalence", "evidence"):
+        meta = installed / task / "perspectrum.json"
+        meta.write_text(meta.read_text().replace(CHECKSUM, checksum))
+    export_models(light_only(tmp_path / "heads"), tmp_path / "light.tar.gz", checksum)
+    common = ["--models-dir", str(installed), "--data-dir", str(data_dir)]
+    merged = runner.invoke(app, ["models", "install", str(tmp_path / "light.tar.gz"), *common])
+    assert merged.exit_code == 0, merged.output
+    assert "kept relevance, stance, equivalence, evidence, pipeline.json" in " ".join(merged.output.split())
+    assert (installed / "stance" / "perspectrum.json").is_file()
+    replaced = runner.invoke(app, ["models", "install", str(tmp_path / "light.tar.gz"), "--replace", *common])
+    assert replaced.exit_code == 0, replaced.output
+    assert "removed relevance, stance" in " ".join(replaced.output.split())
+    assert not (installed / "stance").exists() and (installed / "light" / "heads.npz").is_file()
+
+
+def _bomb(bundle: Path, out: Path, zeros: int) -> Path:
+    """``bundle`` with evidence/ranker.npz swapped for ``zeros`` zero bytes, its manifest unchanged."""
+    with tarfile.open(bundle, "r:gz") as source, tarfile.open(out, "w:gz", compresslevel=1) as target:
+        for member in source.getmembers():
+            body = source.extractfile(member).read()
+            if member.name == "evidence/ranker.npz":
+                body = bytes(zeros)
+            info = tarfile.TarInfo(member.name)
+            info.size = len(body)
+            target.addfile(info, io.BytesIO(body))
+    return out
+
+
+def test_a_decompression_bomb_is_refused_before_it_is_unpacked(bundle: Path, installed: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from perspectrum.models import bundle as bundles
+
+    before = snapshot(installed)
+    bomb = _bomb(bundle, tmp_path / "bomb.tar.gz", 32 << 20)
+    assert bomb.stat().st_size < 200_000  # 32 MiB of zeros compress to a few dozen KB
+    written = []
+    real_open = Path.open
+
+    def counting_open(self: Path, mode: str = "r", *args, **kwargs):  # what the installer writes
+        handle = real_open(self, mode, *args, **kwargs)
+        if "w" in mode and self.name == "ranker.npz":
+            written.append(self)
+        return handle
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    with pytest.raises(PerspectrumError, match=r"evidence/ranker.npz in the bundle is 33,554,432 bytes, "
+                                               r"not the 6 its manifest declares"):
+        install_models(str(bomb), installed, CHECKSUM)
+    monkeypatch.undo()
+    assert written == [] and snapshot(installed) == before and _hidden(installed) == []
+    monkeypatch.setattr(bundles, "MAX_UNPACKED_BYTES", 1000, raising=False)
+    with pytest.raises(PerspectrumError, match=r"would unpack to [\d,]+ bytes, more than the 1,000 allowed"):
+        install_models(str(bundle), installed, CHECKSUM)
+    assert snapshot(installed) == before and _hidden(installed) == []
+
+
+@pytest.mark.parametrize("body", [b"\x00\x00\xfe\xff\x00\x00\x00{", b"\xff\xfe{\x00", b"\x89PNG\r\n", b"{]"])
+def test_a_garbage_manifest_is_not_a_perspectrum_bundle(bundle: Path, installed: Path, tmp_path: Path,
+                                                         body: bytes) -> None:
+    bad = rewrite(bundle, tmp_path / "garbage.tar.gz", lambda n, b: body if n == MANIFEST else b)
+    with pytest.raises(PerspectrumError) as raised:
+        install_models(str(bad), installed, CHECKSUM)
+    assert str(raised.value) == f"{bad} is not a perspectrum bundle (its manifest is not UTF-8 JSON)"

@@ -75,16 +75,28 @@ def models_install_cli(
                                           "file://, http:// or https:// URL.")],
     models_dir: ModelsDir = None,
     data_dir: DataDir = None,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="Remove installed models the bundle does not hold (by default they are kept, "
+                          "and the bundle's models replace only their namesakes).")] = False,
 ) -> None:
-    """Verify a bundle (every sum, the version, the data checksum) and swap it in whole."""
-    models_install(source, models_dir=models_dir, data_dir=data_dir)
+    """Verify a bundle (every sum and size, the version, the data checksum) and swap it in atomically:
+    its models replace their namesakes; installed models it lacks are kept unless --replace."""
+    models_install(source, models_dir=models_dir, data_dir=data_dir, replace=replace)
 
 
-def models_install(source: str, models_dir: Path | None = None, data_dir: Path | None = None) -> None:
-    """Install the bundle at ``source`` (a path or URL) into the models folder and say what came in."""
+def models_install(source: str, models_dir: Path | None = None, data_dir: Path | None = None,
+                   replace: bool = False) -> None:
+    """Install the bundle at ``source`` (a path or URL) into the models folder and say what came in,
+    and which installed models it kept (or, with ``replace``, removed): a bundle of light heads
+    alone must not pass over a fine-tuned model without a word."""
     from perspectrum.models.bundle import install_models
 
     target = _models_dir(models_dir)
-    manifest = install_models(source, target, _data_checksum(data_dir), show_progress=True)
-    _say(f"installed {', '.join(manifest['entries'])} into {target} ({len(manifest['files'])} files "
-         f"verified; made by perspectrum {manifest['perspectrum_version']} on {manifest['created']})")
+    done = install_models(source, target, _data_checksum(data_dir), show_progress=True, replace=replace)
+    others = ""
+    if done["kept"]:
+        others = f"; kept {', '.join(done['kept'])} (installed, not in the bundle; --replace removes them)"
+    elif done["removed"]:
+        others = f"; removed {', '.join(done['removed'])} (not in the bundle; --replace)"
+    _say(f"installed {', '.join(done['entries'])} into {target} ({len(done['files'])} files "
+         f"verified; made by perspectrum {done['perspectrum_version']} on {done['created']}){others}")

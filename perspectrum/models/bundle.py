@@ -3,19 +3,29 @@
 ``perspectrum train all`` takes over an hour on a laptop; a bundle lets one machine train and
 every other one install. A bundle is a gzipped tar of the model folders (the four fine-tuned
 tasks with the evidence ranker, the light heads) and ``pipeline.json``, plus a
-``manifest.json`` at its top with the SHA-256 of every file, the package version that wrote
-it and the checksum of the data the models were trained on.
+``manifest.json`` at its top with the SHA-256 and size of every file, the models (entries) it
+holds, the package version that wrote it and the checksum of the data the models were trained on.
 
 Installing trusts nothing it was given: the source (a path, ``file://`` or ``http(s)://``) is
-copied to a temporary file first, every member name is checked before anything is written,
-every file's sum is checked against the manifest, and files the manifest does not name are
-refused. Only then is the new ``models/`` swapped in whole (:func:`perspectrum._io.atomic_folder`),
-so a refused, failed or interrupted install leaves the old models working. What ``models/``
-holds besides the bundle (the unpacked MPNet base) is carried over by hard links.
+copied to a temporary file first (a download has an overall deadline, not only one per read);
+the manifest must name models, list the files they need and declare sizes within
+:data:`MAX_UNPACKED_BYTES`; each member's name and size are checked before it is written (so
+a decompression bomb stops at its header), every file's sum is checked against the manifest,
+and files the manifest does not name are refused. Only then is the new ``models/`` swapped in
+whole (:func:`perspectrum._io.atomic_folder`), so a refused, failed or interrupted install
+leaves the old models working; a crash between the swap's renames is repaired by the next
+reader (:func:`perspectrum.config.models_dir`) or install, which also removes what a killed
+install left (its download, unfinished versions).
+
+The bundle's models replace their namesakes; installed models the bundle does not hold are
+kept unless ``replace`` is given (a light-heads bundle must not silently delete a fine-tuned
+stance model). What ``models/`` holds besides the bundle's entries (the unpacked MPNet base)
+is carried over by hard links.
 """
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import io
 import json
@@ -23,21 +33,25 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from perspectrum._version import __version__
-from perspectrum._io import atomic_folder, atomic_write
+from perspectrum import config as folders
+from perspectrum._io import atomic_folder, atomic_write, folder_lock, tidy
 from perspectrum._progress import progress
 from perspectrum.config import LIGHT_FOLDER
 from perspectrum.encoders.cross_encoder import META_FILE
 from perspectrum.errors import PerspectrumError
 from perspectrum.integrity import sha256_file
+from perspectrum.models.light_heads import META_FILE as LIGHT_META
 from perspectrum.models.light_heads import light_kind, replacing
 from perspectrum.models.scorers import PIPELINE_FILE, models_present
 from perspectrum.models.settings import MODELS
@@ -49,6 +63,31 @@ FORMAT = 1
 #: What a bundle carries, in the order listed: everything else in ``models/`` stays local.
 ENTRIES = (*MODELS, LIGHT_FOLDER, PIPELINE_FILE)
 _BLOCK = 1 << 20
+#: The most bytes a bundle may unpack to, whatever its manifest declares: ten times a bundle of
+#: every model (about 0.4 GB), so a hostile or mistaken bundle cannot fill the disk.
+MAX_UNPACKED_BYTES = 4 << 30
+#: The most bytes a manifest may hold (one listing thousands of files is well under 1 MB).
+MAX_MANIFEST_BYTES = 16 << 20
+#: Seconds a download from a URL may take in all: a server that trickles bytes would otherwise
+#: keep an install waiting for ever, as each read's own timeout (:data:`READ_TIMEOUT_SECONDS`)
+#: restarts with every byte. An hour fetches the default bundle at about 100 kB/s.
+DOWNLOAD_DEADLINE_SECONDS = 3600.0
+#: Seconds one read (or the connection) may wait for the server.
+READ_TIMEOUT_SECONDS = 60.0
+
+
+def _needed(entry: str) -> str:
+    """The file without which a bundle entry is no model: its meta, or the settings file itself."""
+    if entry in MODELS:
+        return f"{entry}/{META_FILE}"
+    if entry == LIGHT_FOLDER:
+        return f"{LIGHT_FOLDER}/{LIGHT_META}"
+    return entry
+
+
+def _what(entry: str) -> str:
+    """How messages name an entry: ``its stance model``, ``its light heads``."""
+    return {LIGHT_FOLDER: "its light heads", PIPELINE_FILE: "its pipeline settings"}.get(entry, f"its {entry} model")
 
 
 def _files(root: Path, entry: str) -> Iterator[Path]:
@@ -97,7 +136,7 @@ def inventory(models_dir: str | Path) -> dict[str, Any]:
         trained stance`` where a fine-tuned stance model answers in place of its head, and so
         on), with `` (trained on first use)`` while the light heads are still to be fitted.
     """
-    root = Path(models_dir)
+    root = folders.models_dir(models_dir)  # puts back models an interrupted install moved aside
     entries = []
     for task in MODELS:
         meta = _read_json(root / task / META_FILE)
@@ -141,7 +180,7 @@ def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
     Returns:
         The manifest written.
     """
-    root = Path(models_dir)
+    root = folders.models_dir(models_dir)
     present = [entry for entry in ENTRIES if (root / entry).exists()]
     if not any(entry in present for entry in (*MODELS, LIGHT_FOLDER)):
         raise PerspectrumError(f"nothing to export: {root} holds no trained models or light heads")
@@ -151,13 +190,15 @@ def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
                                    f"the data here ({data_checksum[:12]}…): retrain it or point at its data")
     files = [path for entry in present for path in _files(root, entry)]
     with progress("checksums", len(files), enabled=show_progress) as advance:
-        sums = {}
+        sums, sizes = {}, {}
         for path in files:
-            sums[path.relative_to(root).as_posix()] = sha256_file(path)
+            name = path.relative_to(root).as_posix()
+            sums[name] = sha256_file(path)
+            sizes[name] = path.stat().st_size
             advance(1)
     manifest = {"format": FORMAT, "perspectrum_version": __version__, "data_checksum": data_checksum,
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "system": inventory(root)["system"], "entries": present, "files": sums}
+                "system": inventory(root)["system"], "entries": present, "files": sums, "sizes": sizes}
     body = (json.dumps(manifest, indent=2) + "\n").encode()
 
     def write(tmp: Path) -> None:
@@ -178,7 +219,9 @@ def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
 def fetch(source: str, into: Path, show_progress: bool = False) -> Path:
     """Copy ``source`` (a path, ``file://`` or ``http(s)://`` URL) to a file in ``into``.
 
-    A download that ends before its announced length is an error, not a short file.
+    A download that ends before its announced length is an error, not a short file, and one
+    still running after :data:`DOWNLOAD_DEADLINE_SECONDS` is stopped (reads return what has
+    arrived, so the deadline is checked at least every :data:`READ_TIMEOUT_SECONDS`).
     """
     target = into / "bundle.tar.gz"
     if "://" not in source:
@@ -190,19 +233,33 @@ def fetch(source: str, into: Path, show_progress: bool = False) -> Path:
     scheme = source.split("://", 1)[0].lower()
     if scheme not in ("http", "https", "file"):
         raise PerspectrumError(f"cannot install from {scheme}:// (give a path, file://, http:// or https://)")
+    deadline = DOWNLOAD_DEADLINE_SECONDS
+    started = time.monotonic()
+
+    def late() -> PerspectrumError:
+        return PerspectrumError(f"gave up on the download of {source} after {deadline:,.0f} s (the deadline, "
+                                "perspectrum.models.bundle.DOWNLOAD_DEADLINE_SECONDS): the server is stalled or too "
+                                "slow; download the bundle another way and install it from its path")
+
     try:
-        with urllib.request.urlopen(source, timeout=60) as response, target.open("wb") as out:
+        with urllib.request.urlopen(source, timeout=min(READ_TIMEOUT_SECONDS, deadline)) as response, \
+                target.open("wb") as out:
             expected = response.headers.get("Content-Length")
             total = int(expected) if expected and expected.isdigit() else 0
             written = 0
+            read = getattr(response, "read1", response.read)  # what has arrived, not a full block
             with progress("downloading", total or 1, enabled=show_progress and total > 0) as advance:
-                for block in iter(lambda: response.read(_BLOCK), b""):
+                for block in iter(lambda: read(_BLOCK), b""):
                     out.write(block)
                     written += len(block)
                     advance(len(block))
+                    if time.monotonic() - started > deadline:
+                        raise late()
     except http.client.HTTPException as exc:  # IncompleteRead and kin: the connection broke off
         raise PerspectrumError(f"download of {source} broke off ({type(exc).__name__})") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
+        if time.monotonic() - started >= deadline:  # the last read timed out past the deadline
+            raise late() from None
         reason = getattr(exc, "reason", None) or exc
         raise PerspectrumError(f"cannot download {source}: {reason}".splitlines()[0]) from None
     if total and written != total:
@@ -222,37 +279,75 @@ def _safe_name(name: str) -> PurePosixPath:
     return path
 
 
-def _unpack(archive_path: Path, into: Path, data_checksum: str) -> dict[str, Any]:
-    """Extract a bundle into ``into``, checking names and the manifest first, then every file's sum."""
+def _unpack(archive_path: Path, into: Path, data_checksum: str, source: str) -> dict[str, Any]:
+    """Extract a bundle into ``into``: the manifest first (checked in full), then each member as
+    it streams past, its name and size checked before a byte of it is written, its sum after.
+
+    The archive is read as a stream, once: a member larger than its manifest declares (a
+    decompression bomb) is refused at its header, before it is decompressed. The gzip layer is
+    read through :class:`gzip.GzipFile`, which checks its CRC at the end, so a damaged download
+    says so even where the damage lands in the manifest.
+    """
     try:
-        with tarfile.open(archive_path, "r:gz") as archive:
-            members = archive.getmembers()
-            names = {}
+        with archive_path.open("rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as unzipped, \
+                tarfile.open(fileobj=unzipped, mode="r|") as archive:
+            members = iter(archive)
+            first = next(members, None)
+            if first is None or first.name != MANIFEST or not first.isfile():
+                raise PerspectrumError(f"the bundle has no {MANIFEST} at its start: not a perspectrum models bundle")
+            if first.size > MAX_MANIFEST_BYTES:
+                raise PerspectrumError(f"{source} is not a perspectrum bundle (its manifest is {first.size:,} bytes)")
+            try:
+                manifest = json.loads(archive.extractfile(first).read().decode("utf-8"))  # type: ignore[union-attr]
+            except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError, nesting too deep
+                _drain(unzipped)  # a damaged archive is "damaged", not "not a bundle"
+                raise PerspectrumError(f"{source} is not a perspectrum bundle (its manifest is not UTF-8 JSON)") from None
+            sizes = _check_manifest(manifest, data_checksum)
+            done: set[str] = set()
             for member in members:
+                name = _safe_name(member.name).as_posix()
                 if member.isdir():
-                    _safe_name(member.name)
                     continue
                 if not member.isfile():
                     raise PerspectrumError(f"the bundle holds a link or device, not a file: {member.name!r}")
-                names[_safe_name(member.name).as_posix()] = member
-            if MANIFEST not in names:
-                raise PerspectrumError(f"the bundle has no {MANIFEST}: not a perspectrum models bundle")
-            manifest = json.loads(archive.extractfile(names.pop(MANIFEST)).read())  # type: ignore[union-attr]
-            _check_manifest(manifest, set(names), data_checksum)
-            for name, member in names.items():
+                if name not in sizes:
+                    raise PerspectrumError(f"the bundle holds files its manifest does not list: {name}")
+                if name in done:
+                    raise PerspectrumError(f"the bundle holds {name} twice")
+                if member.size != sizes[name]:
+                    raise PerspectrumError(f"{name} in the bundle is {member.size:,} bytes, not the {sizes[name]:,} "
+                                           "its manifest declares: refused before unpacking it")
                 target = into.joinpath(*PurePosixPath(name).parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with archive.extractfile(member) as source, target.open("wb") as out:  # type: ignore[union-attr]
-                    shutil.copyfileobj(source, out, _BLOCK)
+                with archive.extractfile(member) as source_file, target.open("wb") as out:  # type: ignore[union-attr]
+                    shutil.copyfileobj(source_file, out, _BLOCK)  # reads at most the declared size
                 if sha256_file(target) != manifest["files"][name]:
                     raise PerspectrumError(f"{name} in the bundle does not match its SHA-256 in the manifest")
-    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+                done.add(name)
+            _drain(unzipped)  # to the end, where gzip checks its CRC
+    except (tarfile.TarError, EOFError, OSError, ValueError, zlib.error) as exc:
         raise PerspectrumError(f"the bundle is damaged or truncated ({type(exc).__name__}: {exc})"
                                .splitlines()[0]) from None
+    if set(sizes) - done:
+        raise PerspectrumError(f"the bundle lacks files its manifest lists: {sorted(set(sizes) - done)[0]}")
+    _check_sealed(into, manifest)
     return manifest
 
 
-def _check_manifest(manifest: Any, names: set[str], data_checksum: str) -> None:
+def _drain(unzipped: gzip.GzipFile) -> None:
+    """Decompress the rest of ``unzipped`` without keeping it (at most :data:`MAX_UNPACKED_BYTES`),
+    so gzip's end-of-stream checks run: a damaged or truncated archive raises here."""
+    left = MAX_UNPACKED_BYTES
+    while left > 0 and (block := unzipped.read(min(_BLOCK, left))):
+        left -= len(block)
+
+
+def _check_manifest(manifest: Any, data_checksum: str) -> dict[str, int]:
+    """Refuse a manifest this perspectrum cannot install, in one line; return its declared sizes.
+
+    Beyond the version and the data, it must name the models it holds, list (with sizes) the
+    file each one cannot do without, and declare no more than :data:`MAX_UNPACKED_BYTES`.
+    """
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
         raise PerspectrumError(f"the bundle's {MANIFEST} is malformed")
     if manifest.get("format") != FORMAT:
@@ -265,19 +360,54 @@ def _check_manifest(manifest: Any, names: set[str], data_checksum: str) -> None:
     if manifest.get("data_checksum") != data_checksum:
         raise PerspectrumError(f"the bundle's models were trained on other data (checksum "
                                f"{str(manifest.get('data_checksum'))[:12]}…) than the data here ({data_checksum[:12]}…)")
-    listed = set(manifest["files"])
-    if names - listed:
-        raise PerspectrumError(f"the bundle holds files its manifest does not list: {sorted(names - listed)[0]}")
-    if listed - names:
-        raise PerspectrumError(f"the bundle lacks files its manifest lists: {sorted(listed - names)[0]}")
+    entries, files, sizes = manifest.get("entries"), manifest["files"], manifest.get("sizes")
+    if not isinstance(entries, list) or not entries:
+        raise PerspectrumError(f"the bundle's {MANIFEST} names no models: there is nothing to install")
+    unknown = [e for e in entries if e not in ENTRIES]
+    if unknown or len(set(entries)) != len(entries):
+        raise PerspectrumError(f"the bundle's {MANIFEST} names {(unknown or entries)[0]!r} "
+                               f"{'which is not a models folder perspectrum knows' if unknown else 'twice'}")
+    if sizes is None:
+        raise PerspectrumError(f"the bundle's {MANIFEST} declares no file sizes (made by an earlier perspectrum): "
+                               "export it again with this version")
+    if not isinstance(sizes, dict) or set(sizes) != set(files) or not all(
+            type(size) is int and size >= 0 for size in sizes.values()):
+        raise PerspectrumError(f"the bundle's {MANIFEST} is malformed (its sizes do not match its files)")
+    for name in files:
+        if _safe_name(name).parts[0] not in entries:
+            raise PerspectrumError(f"the bundle's {MANIFEST} lists {name}, outside the models it names")
+    for entry in entries:
+        if _needed(entry) not in files:
+            raise PerspectrumError(f"the bundle lacks {_needed(entry)}, which {_what(entry)} needs: "
+                                   "it is incomplete; export it again")
+    total = sum(sizes.values())
+    if total > MAX_UNPACKED_BYTES:
+        raise PerspectrumError(f"the bundle would unpack to {total:,} bytes, more than the {MAX_UNPACKED_BYTES:,} "
+                               "allowed (perspectrum.models.bundle.MAX_UNPACKED_BYTES): refused")
+    return sizes
 
 
-def _carry_over(old: Path, new: Path) -> None:
-    """Hard-link (or copy) what ``old`` holds outside the bundle's entries into ``new``."""
+def _check_sealed(into: Path, manifest: dict[str, Any]) -> None:
+    """Every file a model's meta records a sum for came in the bundle: a bundle that left one
+    out would install a model that fails on first use."""
+    for entry in manifest["entries"]:
+        if entry == PIPELINE_FILE:
+            continue
+        meta = _read_json(into / _needed(entry))
+        recorded = meta.get("files") if meta is not None else None
+        for name in recorded if isinstance(recorded, dict) else ():
+            if f"{entry}/{name}" not in manifest["files"]:
+                raise PerspectrumError(f"the bundle lacks {entry}/{name}, which {_what(entry)} needs: "
+                                       "it is incomplete; export it again")
+
+
+def _carry_over(old: Path, new: Path, keep: Iterable[str] = ()) -> None:
+    """Hard-link (or copy) into ``new`` what ``old`` holds outside the bundle's entries, and the
+    entries named in ``keep`` (installed models the bundle does not replace)."""
     if not old.is_dir():
         return
     for item in old.iterdir():
-        if item.name in ENTRIES or item.name.startswith("."):
+        if (item.name in ENTRIES and item.name not in keep) or item.name.startswith("."):
             continue
         if item.is_dir():
             shutil.copytree(item, new / item.name, copy_function=_link_or_copy)
@@ -292,27 +422,45 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
+def _tidy_leftovers(root: Path) -> None:
+    """Remove what killed installs of ``root`` left (downloads in ``.<name>.bundle-*``, unfinished
+    or superseded versions) and put back a folder moved aside; call with ``root``'s lock held,
+    so none of it is in use."""
+    tidy(root)  # re-entrant: this thread holds the lock
+    for left in root.parent.glob(f".{root.name}.bundle-*"):
+        shutil.rmtree(left, ignore_errors=True)
+
+
 def install_models(source: str, models_dir: str | Path, data_checksum: str,
-                   show_progress: bool = False) -> dict[str, Any]:
-    """Install the bundle at ``source`` as ``models_dir``, all or nothing.
+                   show_progress: bool = False, replace: bool = False) -> dict[str, Any]:
+    """Install the bundle at ``source`` into ``models_dir``, all or nothing.
+
+    Holds the models folder's writers' lock throughout (download included), so two installs
+    take turns and leftovers of earlier, killed ones can be removed safely first.
 
     Args:
         source: a path, or a ``file://``, ``http://`` or ``https://`` URL.
-        models_dir: the folder to replace (created if missing).
+        models_dir: the folder to update (created if missing).
         data_checksum: the checksum of the data here; a bundle trained on other data is refused.
+        replace: remove installed models the bundle does not hold; by default they are kept
+            (the bundle's models replace only their namesakes).
 
     Returns:
-        The bundle's manifest.
+        The bundle's manifest, plus ``kept`` (installed entries not in the bundle, kept) and
+        ``removed`` (the same, removed because ``replace`` was given), in :data:`ENTRIES` order.
     """
     root = Path(models_dir)
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".bundle-", dir=root.parent) as scratch:
-        archive = fetch(source, Path(scratch), show_progress)
-        manifest: dict[str, Any] = {}
+    result: dict[str, Any] = {}
+    with folder_lock(root):
+        _tidy_leftovers(root)
+        with tempfile.TemporaryDirectory(prefix=f".{root.name}.bundle-", dir=root.parent) as scratch:
+            archive = fetch(source, Path(scratch), show_progress)
 
-        def write(tmp: Path) -> None:
-            manifest.update(_unpack(archive, tmp, data_checksum))
-            _carry_over(root, tmp)
+            def write(tmp: Path) -> None:
+                manifest = _unpack(archive, tmp, data_checksum, source)
+                others = [e for e in ENTRIES if e not in manifest["entries"] and (root / e).exists()]
+                _carry_over(root, tmp, keep=() if replace else others)
+                result.update(manifest, kept=[] if replace else others, removed=others if replace else [])
 
-        atomic_folder(root, write)
-    return manifest
+            atomic_folder(root, write)
+    return result
