@@ -9,6 +9,7 @@ fixture; what they answer is compared with the same pipeline called directly.
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import threading
 import time
@@ -34,6 +35,7 @@ from perspectrum.serve.app import (
     create_app,
     example_claims,
 )
+from perspectrum.train import prepare
 
 CLAIM = "Animals should have legal rights"
 TOKEN = "a-token-of-twenty-chars"
@@ -167,7 +169,8 @@ def test_search_each_pool_and_method_and_its_refusals(pipe) -> None:
             assert answer.status_code == 200, answer.text
             hits = [HitOut.model_validate(h) for h in answer.json()]
             assert 1 <= len(hits) <= 3 and all(h.text for h in hits)
-        # the fixture's ranker reads the sentences' dense index only; a server never builds one at request time
+        # `train all` builds the indexes its models read, not the sentences' BM25 (`setup` does);
+        # a server never builds one at request time, and names the command that does
         unbuilt = client.post("/search", json={"query": "zoos", "pool": "sentences", "method": "bm25"})
         top = client.post("/search", json={"query": "zoos breeding programmes", "method": "bm25", "k": 1}).json()
         empty = client.post("/search", json={"query": "  "})
@@ -175,7 +178,7 @@ def test_search_each_pool_and_method_and_its_refusals(pipe) -> None:
         pool = client.post("/search", json={"query": "zoos", "pool": "claims"})
         k = client.post("/search", json={"query": "zoos", "k": 0})
     assert unbuilt.status_code == 503 and unbuilt.json()["detail"].startswith("no bm25 index for the sentences pool")
-    assert unbuilt.json()["detail"].endswith("run `perspectrum index build`")
+    assert "build it with `perspectrum index build --pool sentences --kind bm25`" in unbuilt.json()["detail"]
     assert top[0]["id"] in (1, 2)
     assert empty.status_code == 422 and empty.json()["detail"] == "query: the query is empty"
     assert long.status_code == 422 and "limit is 1,000" in long.json()["detail"]
@@ -322,3 +325,19 @@ def test_serve_refuses_bad_options_in_one_line(data_dir, tmp_path) -> None:
 def test_example_claims_come_from_dev_only(data_dir) -> None:
     dataset = load_dataset(data_dir, verify=False)
     assert set(example_claims(dataset, count=1)) <= {c.text for c in dataset.split("dev")}
+
+
+def test_search_answers_every_pool_and_method_once_setup_has_run(trained_dir, tmp_path) -> None:
+    """`perspectrum setup` (``prepare``) builds every index /search offers, the sentences'
+    BM25 included; run here over a copy of the trained fixture's indexes, which lack it."""
+    data, indexes, models = trained_dir
+    shutil.copytree(indexes, tmp_path / "indexes", symlinks=True)
+    done = prepare(data, tmp_path / "indexes", models, verify=False)
+    assert [(i["pool"], i["kind"]) for i in done["indexes"] if i["status"] == "built"] == [("sentences", "bm25")]
+    pipe = Pipeline.load(data, tmp_path / "indexes", models, verify=False)
+    with serving(pipe) as client:
+        answers = {(pool, method): client.post("/search", json={"query": "zoos and endangered species",
+                                                                "pool": pool, "method": method, "k": 2})
+                   for pool in ("perspectives", "evidence", "sentences") for method in METHODS}
+    assert {key: a.status_code for key, a in answers.items()} == dict.fromkeys(answers, 200)
+    assert all(a.json() and all(h["text"] for h in a.json()) for a in answers.values())
