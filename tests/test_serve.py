@@ -1,6 +1,6 @@
 """The HTTP API of `perspectrum serve`, through FastAPI's test client: every endpoint,
-every refusal (4xx), back-pressure (503 with Retry-After), the token, and the CLI's
-refusals before it serves.
+every refusal (4xx), back-pressure (503 with Retry-After), the token, the Host check, and
+the CLI's refusals before it serves.
 
 The app serves the ``--quick`` models of the ``trained_dir`` fixture over the ten-claim
 fixture; what they answer is compared with the same pipeline called directly.
@@ -26,6 +26,7 @@ from perspectrum.data import load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.serve.app import (
     COOKIE,
+    LOOPBACK_HOSTS,
     MAX_BATCH,
     MAX_BODY_BYTES,
     DiscoveryOut,
@@ -61,7 +62,7 @@ def wait_ready(client: TestClient, timeout: float = 120) -> dict:
 
 @contextmanager
 def serving(pipe: Pipeline, settings: ServeSettings = ServeSettings(), ready: bool = True) -> Iterator[TestClient]:
-    with TestClient(create_app(pipe, settings)) as client:
+    with TestClient(create_app(pipe, settings), base_url="http://127.0.0.1:8000") as client:
         if ready:
             wait_ready(client)
         yield client
@@ -320,11 +321,42 @@ def test_serve_refuses_bad_options_in_one_line(data_dir, tmp_path) -> None:
     assert busy.output.count("\n") == 1
     short = runner.invoke(cli, ["serve", "--token", "short", *common])
     assert short.exit_code == 1 and "at least 16" in short.output
+    ported = runner.invoke(cli, ["serve", "--allowed-host", "perspectrum.lan:8000", *common])
+    assert ported.exit_code == 1 and ported.output.count("\n") == 1
+    assert ported.output.startswith("error: --allowed-host 'perspectrum.lan:8000': give the host without a port")
 
 
 def test_example_claims_come_from_dev_only(data_dir) -> None:
     dataset = load_dataset(data_dir, verify=False)
     assert set(example_claims(dataset, count=1)) <= {c.text for c in dataset.split("dev")}
+
+
+def test_only_requests_that_name_this_server_in_host_are_answered(pipe) -> None:
+    """DNS rebinding: a page on evil.example points its name at 127.0.0.1, and the browser
+    then sends its requests to this server with ``Host: evil.example``."""
+    hosts = ("localhost", "localhost:8000", "127.0.0.1:8000", "[::1]:8000", "[::1]", "LocalHost")
+    with serving(pipe, ready=False) as client:
+        evil = client.get("/examples", headers={"Host": "evil.example"})
+        evil_port = client.post("/search", json={"query": "zoos"}, headers={"Host": "evil.example:8000"})
+        suffix = client.get("/examples", headers={"Host": "localhost.evil.example"})
+        loopback = {host: client.get("/examples", headers={"Host": host}).status_code for host in hosts}
+    assert evil.status_code == evil_port.status_code == suffix.status_code == 400
+    assert evil.text == "Invalid host header"
+    assert set(loopback.values()) == {200}, loopback
+    # as `serve --host 192.168.1.20 --allowed-host perspectrum.lan --allowed-host fe80::1` builds them
+    named = ServeSettings(token=TOKEN, allowed_hosts=("192.168.1.20", *LOOPBACK_HOSTS, "perspectrum.lan", "fe80::1"))
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    with serving(pipe, named, ready=False) as client:
+        answered = {host: client.get("/examples", headers={**bearer, "Host": host}).status_code
+                    for host in ("192.168.1.20:8000", "perspectrum.lan", "PERSPECTRUM.LAN:80", "[fe80::1]:8000",
+                                 "127.0.0.1:8000")}
+        other = client.get("/examples", headers={**bearer, "Host": "192.168.1.21:8000"})
+    assert set(answered.values()) == {200}, answered
+    assert other.status_code == 400
+    with serving(pipe, ServeSettings(allowed_hosts=("*",)), ready=False) as client:  # behind a proxy
+        assert client.get("/examples", headers={"Host": "anything.example"}).status_code == 200
+    with pytest.raises(PerspectrumError, match="not a host name"):
+        ServeSettings(allowed_hosts=("exa*mple.org",))
 
 
 def test_search_answers_every_pool_and_method_once_setup_has_run(trained_dir, tmp_path) -> None:

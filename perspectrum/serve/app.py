@@ -15,9 +15,10 @@ and claims are refused by the CLI's rules (:func:`~perspectrum.pipeline.pipeline
 
 Off loopback a bearer token is required (:func:`~perspectrum.serve.guard.check_bind`): every
 request but ``/health`` must carry it, as an ``Authorization: Bearer`` header or as the cookie
-the page's sign-in form sets (``POST /login``; :mod:`perspectrum.serve.guard`). Cross-origin
-requests are refused unless origins are named. Request counts and times are Prometheus
-series (:mod:`perspectrum.serve.metrics`).
+the page's sign-in form sets (``POST /login``; :mod:`perspectrum.serve.guard`). Requests
+must name this server in their ``Host`` header (DNS rebinding), and cross-origin requests are
+refused unless origins are named. Request counts and times are Prometheus series
+(:mod:`perspectrum.serve.metrics`).
 
 This module builds the app and its routes; the names the CLI and the tests import from it
 (:func:`check_bind`, :data:`COOKIE`, :data:`MAX_BATCH`, ...) are still importable from here.
@@ -41,6 +42,7 @@ try:  # the serve extra; without it `perspectrum serve` says so in one line (Mis
     from fastapi.responses import FileResponse, JSONResponse, Response
     from fastapi.staticfiles import StaticFiles
     from fastapi_offline import FastAPIOffline
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
     import uvicorn  # noqa: F401 - the CLI serves this app with it; checked here with the rest of the extra
 except ModuleNotFoundError as exc:
     raise missing_extra("perspectrum serve", "serve", exc) from None
@@ -51,10 +53,12 @@ from perspectrum.index.search import check_query
 from perspectrum.pipeline.pipeline import ClaimError, Pipeline
 from perspectrum.serve.guard import (
     COOKIE,
+    LOOPBACK_HOSTS,
     MAX_BODY_BYTES,
     BodyLimit,
     TokenGuard,
     check_bind,
+    host_patterns,
 )
 from perspectrum.serve.loader import Loader
 from perspectrum.serve.metrics import Metrics
@@ -74,8 +78,8 @@ from perspectrum.serve.schemas import (
 from perspectrum.serve.work import Busy, WorkPool
 
 # this module's own names, and those the CLI and the tests import from here
-__all__ = ["COOKIE", "MAX_BATCH", "MAX_BODY_BYTES", "MIN_TOKEN_CHARS", "WEB", "DiscoveryOut", "HitOut", "ServeSettings",
-           "check_bind", "create_app", "example_claims"]
+__all__ = ["COOKIE", "LOOPBACK_HOSTS", "MAX_BATCH", "MAX_BODY_BYTES", "MIN_TOKEN_CHARS", "WEB", "DiscoveryOut", "HitOut",
+           "ServeSettings", "check_bind", "create_app", "example_claims"]
 
 #: Shortest token accepted: a guessable one would make serving off loopback unsafe.
 MIN_TOKEN_CHARS = 16
@@ -94,6 +98,9 @@ class ServeSettings:
         token: the bearer token every request but ``/health`` must carry (``None``: none).
         cors_origins: origins allowed to call the API from a browser (none by default).
         examples: claims the page offers to try (the dev split's, from the CLI).
+        allowed_hosts: the names a request's ``Host`` header may give (port aside; ``*``:
+            any, behind a proxy that checks it); others get 400. The CLI adds the address
+            it is bound to.
     """
 
     workers: int = 2
@@ -101,6 +108,7 @@ class ServeSettings:
     token: str | None = None
     cors_origins: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
 
     def __post_init__(self) -> None:
         if self.workers < 1 or self.queue < 0:
@@ -108,6 +116,7 @@ class ServeSettings:
         if self.token is not None and len(self.token) < MIN_TOKEN_CHARS:
             raise PerspectrumError(f"the token is {len(self.token)} characters long; use at least {MIN_TOKEN_CHARS} "
                                    "(`python -c 'import secrets; print(secrets.token_urlsafe())'` makes one)")
+        host_patterns(self.allowed_hosts)  # a bad --allowed-host is refused before anything loads
 
 
 def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) -> FastAPI:
@@ -148,6 +157,8 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST"],
                            allow_headers=["Authorization", "Content-Type"])
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    # added last, so run first: a request to another host is refused before anything else
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=host_patterns(settings.allowed_hosts), www_redirect=False)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -3,8 +3,12 @@
 Off loopback a bearer token is required (:func:`check_bind`): every request but those to
 :data:`OPEN_PATHS` must carry it, as an ``Authorization: Bearer`` header or as the cookie
 the page's sign-in form sets (``POST /login``, :meth:`TokenGuard.login`). The server keeps
-only the token's SHA-256, and compares digests in constant time. A request body over
-:data:`MAX_BODY_BYTES` is refused before the app reads it (:class:`BodyLimit`).
+only the token's SHA-256, and compares digests in constant time.
+
+Requests must name this server in their ``Host`` header (:func:`host_patterns`): a page on
+any site can make the browser send requests to a loopback server through DNS rebinding,
+and only the ``Host`` header tells them apart. A request body over :data:`MAX_BODY_BYTES`
+is refused before the app reads it (:class:`BodyLimit`).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,8 @@ MAX_BODY_BYTES = 256 * 1024
 COOKIE = "perspectrum_session"
 #: Paths served without a token: the readiness probe and the sign-in that takes one.
 OPEN_PATHS = frozenset({"/health", "/login"})
+#: Host names every server answers to, whatever address it is bound to.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 def is_loopback(host: str) -> bool:
@@ -49,6 +55,27 @@ def check_bind(host: str, token: str | None) -> None:
     if not is_loopback(host) and token is None:
         raise PerspectrumError(f"serving on {host} (not loopback) needs --token or $PERSPECTRUM_TOKEN: "
                                "every request but /health must then carry it")
+
+
+def host_patterns(hosts: Iterable[str]) -> list[str]:
+    """``hosts`` as Starlette's ``TrustedHostMiddleware`` matches them: lower case, IPv6
+    addresses in brackets (as the ``Host`` header writes them), ``*`` for any host and
+    ``*.example.org`` for its subdomains; a host with a port or a bad wildcard is refused."""
+    patterns = []
+    for given in hosts:
+        host = given.strip().lower()
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        wildcard = host == "*" or (host.startswith("*.") and "*" not in host[2:])
+        if not host or ("*" in host and not wildcard) or "/" in host:
+            raise PerspectrumError(f"--allowed-host {given!r} is not a host name, `*` or `*.example.org`")
+        if ":" in host:
+            try:
+                host = f"[{ipaddress.IPv6Address(host)}]"
+            except ValueError:
+                raise PerspectrumError(f"--allowed-host {given!r}: give the host without a port") from None
+        patterns.append(host)
+    return patterns
 
 
 def _digest(token: str) -> bytes:
