@@ -1,6 +1,6 @@
 """The HTTP API of `perspectrum serve`, through FastAPI's test client: every endpoint,
-every refusal (4xx), back-pressure (503 with Retry-After), the token, the Host check, and
-the CLI's refusals before it serves.
+every refusal (4xx), back-pressure (503 with Retry-After), the token, the Host check and
+security headers, and the CLI's refusals before it serves.
 
 The app serves the ``--quick`` models of the ``trained_dir`` fixture over the ten-claim
 fixture; what they answer is compared with the same pipeline called directly.
@@ -8,7 +8,10 @@ fixture; what they answer is compared with the same pipeline called directly.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 import shutil
 import socket
 import threading
@@ -357,6 +360,59 @@ def test_only_requests_that_name_this_server_in_host_are_answered(pipe) -> None:
         assert client.get("/examples", headers={"Host": "anything.example"}).status_code == 200
     with pytest.raises(PerspectrumError, match="not a host name"):
         ServeSettings(allowed_hosts=("exa*mple.org",))
+
+
+def _policy(response) -> dict[str, list[str]]:
+    """A Content-Security-Policy header as {directive: sources}."""
+    directives = [part.split() for part in response.headers["content-security-policy"].split(";") if part.strip()]
+    return {words[0]: words[1:] for words in directives}
+
+
+def _inline_sources(html: str, tag: str) -> list[str]:
+    """The CSP hash sources of ``html``'s inline ``tag`` blocks (script or style, without src)."""
+    blocks = re.findall(rf"<{tag}>(.*?)</{tag}>", html, re.DOTALL)
+    return [f"'sha256-{base64.b64encode(hashlib.sha256(b.encode()).digest()).decode()}'" for b in blocks]
+
+
+def test_every_response_carries_security_headers_and_a_policy_that_fits_what_it_loads(pipe) -> None:
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    with serving(pipe, ServeSettings(token=TOKEN), ready=False) as client:
+        page = client.get("/", headers=bearer)
+        files = [client.get(f"/static/{name}", headers=bearer) for name in ("app.js", "style.css")]
+        signin = client.get("/", headers={"Accept": "text/html"})
+        answer = client.get("/examples", headers=bearer)
+        refused = client.post("/discover", json={"claim": CLAIM})
+        docs, redoc = client.get("/docs", headers=bearer), client.get("/redoc", headers=bearer)
+        loaded = re.findall(r'(?:src|href)="([^"]+)"', docs.text + redoc.text)
+        docs_files = [client.get(path, headers=bearer) for path in loaded]
+    for response in (page, *files, signin, answer, refused, docs, redoc, *docs_files):
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["x-frame-options"] == "DENY"
+        assert response.headers["referrer-policy"] == "no-referrer"
+        assert _policy(response)["frame-ancestors"] == ["'none'"]
+    # the page: its own files only (scripts, styles, icon), no inline script, style or style attribute
+    assert page.status_code == 200 and signin.status_code == 401
+    assert "<script>" not in page.text and "<style" not in page.text and "style=" not in page.text
+    assert re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', page.text) == \
+        ["data:,", "/static/style.css", "/static/app.js"]
+    policy = _policy(page)
+    assert policy["default-src"] == ["'none'"] and policy["connect-src"] == ["'self'"]
+    assert "data:" in policy["img-src"] and "'unsafe-inline'" not in str(policy) and "'unsafe-eval'" not in str(policy)
+    # the sign-in page's inline script and style run by their hashes, and nothing else inline
+    assert _policy(signin) == policy
+    assert policy["script-src"] == ["'self'", *_inline_sources(signin.text, "script")]
+    assert policy["style-src"] == ["'self'", *_inline_sources(signin.text, "style")]
+    # the API docs (Swagger UI, ReDoc): their files are this server's, their inline scripts allowed by hash
+    assert docs.status_code == redoc.status_code == 200 and all(r.status_code == 200 for r in docs_files)
+    assert all(path.startswith("/") for path in loaded)
+    for html, response in ((docs.text, docs), (redoc.text, redoc)):
+        allowed = _policy(response)
+        assert allowed["script-src"] == ["'self'", *_inline_sources(html, "script")]
+        assert "'self'" in allowed["style-src"] and "'self'" in allowed["connect-src"]  # /openapi.json
+        assert "data:" in allowed["img-src"] and "'unsafe-eval'" not in allowed["script-src"]
+    assert len(_inline_sources(docs.text, "script")) == 1
+    assert _policy(docs)["style-src"] == ["'self'"]  # Swagger UI needs no inline style
+    assert _policy(redoc)["style-src"] == ["'self'", "'unsafe-inline'"]  # ReDoc writes its styles at run time
 
 
 def test_search_answers_every_pool_and_method_once_setup_has_run(trained_dir, tmp_path) -> None:

@@ -16,9 +16,9 @@ and claims are refused by the CLI's rules (:func:`~perspectrum.pipeline.pipeline
 Off loopback a bearer token is required (:func:`~perspectrum.serve.guard.check_bind`): every
 request but ``/health`` must carry it, as an ``Authorization: Bearer`` header or as the cookie
 the page's sign-in form sets (``POST /login``; :mod:`perspectrum.serve.guard`). Requests
-must name this server in their ``Host`` header (DNS rebinding), and cross-origin requests are
-refused unless origins are named. Request counts and times are Prometheus series
-(:mod:`perspectrum.serve.metrics`).
+must name this server in their ``Host`` header (DNS rebinding), every response carries security
+headers (:mod:`perspectrum.serve.headers`), and cross-origin requests are refused unless origins
+are named. Request counts and times are Prometheus series (:mod:`perspectrum.serve.metrics`).
 
 This module builds the app and its routes; the names the CLI and the tests import from it
 (:func:`check_bind`, :data:`COOKIE`, :data:`MAX_BATCH`, ...) are still importable from here.
@@ -60,6 +60,7 @@ from perspectrum.serve.guard import (
     check_bind,
     host_patterns,
 )
+from perspectrum.serve.headers import SecurityHeaders, page_policy
 from perspectrum.serve.loader import Loader
 from perspectrum.serve.metrics import Metrics
 from perspectrum.serve.schemas import (
@@ -159,6 +160,7 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
     # added last, so run first: a request to another host is refused before anything else
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=host_patterns(settings.allowed_hosts), www_redirect=False)
+    app.add_middleware(SecurityHeaders, policy=page_policy(guard.signin.read_text(encoding="utf-8")))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
