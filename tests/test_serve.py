@@ -1,6 +1,6 @@
 """The HTTP API of `perspectrum serve`, through FastAPI's test client: every endpoint,
-every refusal (4xx), back-pressure (503 with Retry-After), the token, the Host check and
-security headers, and the CLI's refusals before it serves.
+every refusal (4xx), back-pressure (503 with Retry-After), the token, its session cookie and
+throttle, the Host check and security headers, and the CLI's refusals before it serves.
 
 The app serves the ``--quick`` models of the ``trained_dir`` fixture over the ten-claim
 fixture; what they answer is compared with the same pipeline called directly.
@@ -39,6 +39,7 @@ from perspectrum.serve.app import (
     create_app,
     example_claims,
 )
+from perspectrum.serve.guard import SESSION_SECONDS, TRIES, TRY_WINDOW, Throttle
 from perspectrum.train import prepare
 
 CLAIM = "Animals should have legal rights"
@@ -413,6 +414,69 @@ def test_every_response_carries_security_headers_and_a_policy_that_fits_what_it_
     assert len(_inline_sources(docs.text, "script")) == 1
     assert _policy(docs)["style-src"] == ["'self'"]  # Swagger UI needs no inline style
     assert _policy(redoc)["style-src"] == ["'self'", "'unsafe-inline'"]  # ReDoc writes its styles at run time
+
+
+def test_wrong_tokens_are_throttled_per_client_and_the_right_one_waits_too(pipe) -> None:
+    with serving(pipe, ServeSettings(token=TOKEN), ready=False) as client:
+        now = [1_800_000_000.0]
+        client.app.state.guard.clock = lambda: now[0]
+        wrong = [client.post("/login", json={"token": f"wrong-token-number-{i}"}) for i in range(TRIES)]
+        throttled = client.post("/login", json={"token": TOKEN})  # even the right one: it is a guess too
+        by_header = client.get("/examples", headers={"Authorization": f"Bearer {TOKEN}"})
+        elsewhere = TestClient(client.app, base_url="http://127.0.0.1", client=("10.0.0.2", 40000))
+        other_client = elsewhere.post("/login", json={"token": TOKEN})
+        now[0] += TRY_WINDOW
+        later = client.post("/login", json={"token": TOKEN})
+    assert [r.status_code for r in wrong] == [401] * TRIES
+    assert throttled.status_code == by_header.status_code == 429
+    assert 1 <= int(throttled.headers["Retry-After"]) <= TRY_WINDOW
+    assert throttled.json()["detail"].startswith("too many wrong tokens from this client; try again in ")
+    assert COOKIE not in throttled.headers.get("set-cookie", "")
+    assert other_client.status_code == 204 and later.status_code == 204
+
+
+def test_the_throttle_forgets_old_failures_and_keeps_a_bounded_table() -> None:
+    now = [0.0]
+    throttle = Throttle(tries=2, window=10, clients=3, clock=lambda: now[0])
+    throttle.failed("a")
+    now[0] = 5
+    throttle.failed("a")
+    assert throttle.wait("a") == 5 and throttle.wait("b") is None
+    now[0] = 10.5
+    assert throttle.wait("a") is None  # the first failure left the window
+    for client in "bcde":
+        throttle.failed(client)
+    assert len(throttle._failures) == 3 and "a" not in throttle._failures
+
+
+def test_the_session_cookie_is_signed_expires_and_is_not_the_tokens_digest(pipe) -> None:
+    with serving(pipe, ServeSettings(token=TOKEN), ready=False) as client:
+        now = [1_800_000_000.0]
+        client.app.state.guard.clock = lambda: now[0]
+        accepted = client.post("/login", json={"token": TOKEN})
+        session = client.cookies[COOKIE]
+        signed_in = client.get("/examples")
+        now[0] += SESSION_SECONDS - 1
+        still = client.get("/examples")
+        now[0] += 2
+        expired = client.get("/examples")
+        client.cookies.clear()
+        expires, signature = session.split(".")
+        forged = {"digest": hashlib.sha256(TOKEN.encode()).hexdigest(),  # what the cookie used to be
+                  "later": f"{int(expires) + 10 * SESSION_SECONDS}.{signature}",
+                  "unsigned": f"{int(now[0]) + 60}.{'0' * 64}",
+                  "garbled": "x.y"}
+        refused = {}
+        for name, value in forged.items():
+            client.cookies.clear()
+            client.cookies.set(COOKIE, value)
+            refused[name] = client.get("/examples").status_code
+    set_cookie = accepted.headers["set-cookie"]
+    assert accepted.status_code == 204 and TOKEN not in set_cookie
+    assert f"Max-Age={SESSION_SECONDS}" in set_cookie and "HttpOnly" in set_cookie and "SameSite=strict" in set_cookie
+    assert int(expires) == 1_800_000_000 + SESSION_SECONDS
+    assert signed_in.status_code == still.status_code == 200 and expired.status_code == 401
+    assert set(refused.values()) == {401}, refused
 
 
 def test_search_answers_every_pool_and_method_once_setup_has_run(trained_dir, tmp_path) -> None:

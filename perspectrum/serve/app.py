@@ -14,8 +14,8 @@ exactly the JSON of ``discover --json`` (:meth:`~perspectrum.pipeline.results.Di
 and claims are refused by the CLI's rules (:func:`~perspectrum.pipeline.pipeline.check_claim`).
 
 Off loopback a bearer token is required (:func:`~perspectrum.serve.guard.check_bind`): every
-request but ``/health`` must carry it, as an ``Authorization: Bearer`` header or as the cookie
-the page's sign-in form sets (``POST /login``; :mod:`perspectrum.serve.guard`). Requests
+request but ``/health`` must carry it, as an ``Authorization: Bearer`` header or as the session
+cookie the page's sign-in form gets (``POST /login``; :mod:`perspectrum.serve.guard`). Requests
 must name this server in their ``Host`` header (DNS rebinding), every response carries security
 headers (:mod:`perspectrum.serve.headers`), and cross-origin requests are refused unless origins
 are named. Request counts and times are Prometheus series (:mod:`perspectrum.serve.metrics`).
@@ -55,6 +55,7 @@ from perspectrum.serve.guard import (
     COOKIE,
     LOOPBACK_HOSTS,
     MAX_BODY_BYTES,
+    SESSION_SECONDS,
     BodyLimit,
     TokenGuard,
     check_bind,
@@ -143,11 +144,12 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
                                      "claim, clustered, stanced and backed by evidence.")
     app.state.loader = loader
     app.state.work = work
+    app.state.guard = guard
 
     @app.middleware("http")
     async def guard_and_count(request: Request, call_next: Callable) -> Response:
         started = time.perf_counter()
-        response = await call_next(request) if guard.lets_in(request) else guard.refusal(request)
+        response = guard.check(request) or await call_next(request)
         path = getattr(request.scope.get("route"), "path", "other")
         metrics.answered(request.method, path, response.status_code, time.perf_counter() - started)
         return response
@@ -181,7 +183,7 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
             return problem(503, str(exc))
 
     answers = {200: {}, 400: {"model": Problem, "description": "the body is not UTF-8 JSON"}, 401: {"model": Problem},
-               413: {"model": Problem}, 422: {"model": Problem},
+               413: {"model": Problem}, 422: {"model": Problem}, 429: {"model": Problem},
                503: {"model": Problem, "description": "loading, busy (see `Retry-After`), or an index not built"}}
 
     @app.post("/discover", response_model=DiscoveryOut | list[DiscoveryOut], responses=answers,
@@ -224,10 +226,12 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
         return list(settings.examples)
 
     @app.post("/login", status_code=204, response_class=Response,
-              responses={400: answers[400], 401: {"model": Problem}, 422: {"model": Problem}},
-              summary="The page's sign-in: a right token sets a session cookie (HttpOnly, SameSite=Strict)")
-    async def login(body: Token) -> Response:
-        return guard.login(body.token)
+              responses={400: answers[400], 401: {"model": Problem}, 422: {"model": Problem},
+                         429: {"model": Problem, "description": "too many wrong tokens: wait `Retry-After` seconds"}},
+              summary="The page's sign-in: a right token sets a session cookie (HttpOnly, SameSite=Strict; it "
+                      f"ends after {SESSION_SECONDS // 3600} hours or when the server restarts)")
+    async def login(body: Token, request: Request) -> Response:
+        return guard.login(body.token, request)
 
     @app.get("/", response_class=FileResponse, include_in_schema=False)
     async def page() -> FileResponse:

@@ -1,9 +1,13 @@
 """Who may use the server, and how much they may send.
 
 Off loopback a bearer token is required (:func:`check_bind`): every request but those to
-:data:`OPEN_PATHS` must carry it, as an ``Authorization: Bearer`` header or as the cookie
-the page's sign-in form sets (``POST /login``, :meth:`TokenGuard.login`). The server keeps
-only the token's SHA-256, and compares digests in constant time.
+:data:`OPEN_PATHS` must carry it, as an ``Authorization: Bearer`` header or as the session
+cookie the page's sign-in form gets (``POST /login``, :meth:`TokenGuard.login`). The server
+keeps only the token's SHA-256 and compares digests in constant time. The cookie is not the
+token nor anything derived from it alone: it is an expiry time signed with a key made when
+the process starts (:data:`SESSION_SECONDS`), so it ends by itself, a restart ends every
+session, and it cannot be computed from the token. A client that sends wrong tokens is
+slowed down (:class:`Throttle`: 429 after :data:`TRIES` in :data:`TRY_WINDOW` seconds).
 
 Requests must name this server in their ``Host`` header (:func:`host_patterns`): a page on
 any site can make the browser send requests to a loopback server through DNS rebinding,
@@ -16,6 +20,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import math
+import secrets
+import time
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -32,8 +40,13 @@ from perspectrum.serve.schemas import problem
 
 #: Largest request body read, in bytes: 32 claims of 1,000 characters with room to spare.
 MAX_BODY_BYTES = 256 * 1024
-#: Name of the cookie the page's sign-in form sets (the token's SHA-256, never the token).
+#: Name of the session cookie the page's sign-in form gets (a signed expiry time, never the token).
 COOKIE = "perspectrum_session"
+#: How long a sign-in lasts, in seconds; then the page asks for the token again.
+SESSION_SECONDS = 12 * 3600
+#: Wrong tokens a client may send within :data:`TRY_WINDOW` seconds before it is answered 429.
+TRIES = 5
+TRY_WINDOW = 60.0
 #: Paths served without a token: the readiness probe and the sign-in that takes one.
 OPEN_PATHS = frozenset({"/health", "/login"})
 #: Host names every server answers to, whatever address it is bound to.
@@ -82,45 +95,125 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
+class Throttle:
+    """Wrong tokens per client: after ``tries`` within ``window`` seconds, the client waits
+    until the oldest of them is out of the window. Without it a 16-character token is still
+    out of reach, but a weak one given with ``--token`` is not, and each try costs a hash.
+
+    At most ``clients`` clients are remembered (the longest quiet first forgotten), so many
+    addresses cannot grow the table without bound. Behind a proxy every client is the
+    proxy's address and shares one allowance.
+    """
+
+    def __init__(self, tries: int = TRIES, window: float = TRY_WINDOW, clients: int = 10_000,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.tries, self.window, self.clients, self.clock = tries, window, clients, clock
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def _recent(self, client: str) -> deque[float]:
+        failures = self._failures.get(client, deque())
+        while failures and failures[0] <= self.clock() - self.window:
+            failures.popleft()
+        return failures
+
+    def wait(self, client: str) -> int | None:
+        """Seconds ``client`` must wait before its next try, or ``None``: it may try now."""
+        failures = self._recent(client)
+        if len(failures) < self.tries:
+            return None
+        return max(1, math.ceil(failures[0] + self.window - self.clock()))
+
+    def failed(self, client: str) -> None:
+        failures = self._recent(client)
+        failures.append(self.clock())
+        self._failures[client] = failures
+        self._failures.move_to_end(client)
+        while len(self._failures) > self.clients:
+            self._failures.popitem(last=False)
+
+    def forgive(self, client: str) -> None:
+        self._failures.pop(client, None)
+
+
 class TokenGuard:
     """The token check of one app (``token=None``: every request is let in).
 
     Args:
         token: the bearer token requests must carry, or ``None``.
         signin: the page a browser that is not signed in is shown instead (401).
+        session_seconds: how long a sign-in's cookie lasts.
+        clock: the time now (seconds since the epoch); tests move it.
     """
 
-    def __init__(self, token: str | None, signin: Path) -> None:
+    def __init__(self, token: str | None, signin: Path, session_seconds: int = SESSION_SECONDS,
+                 clock: Callable[[], float] = time.time) -> None:
         self.expected = None if token is None else _digest(token)
         self.signin = signin
+        self.session_seconds = session_seconds
+        self.clock = clock
+        self.throttle = Throttle(clock=lambda: self.clock())
+        self._key = secrets.token_bytes(32)  # this process's sessions only
 
-    def lets_in(self, request: Request) -> bool:
-        """Whether ``request`` goes to an open path or carries the token (header or cookie)."""
+    def _signature(self, expires: int) -> str:
+        return hmac.new(self._key, f"session:{expires}".encode(), hashlib.sha256).hexdigest()
+
+    def session(self) -> str:
+        """A new session cookie's value: its expiry time and this process's signature of it."""
+        expires = int(self.clock()) + self.session_seconds
+        return f"{expires}.{self._signature(expires)}"
+
+    def _signed_in(self, cookie: str) -> bool:
+        expires, _, signature = cookie.partition(".")
+        if not (expires.isascii() and expires.isdigit() and len(expires) <= 12):
+            return False
+        return (hmac.compare_digest(signature.encode("ascii", "replace"), self._signature(int(expires)).encode())
+                and int(expires) > self.clock())
+
+    def check(self, request: Request) -> Response | None:
+        """``None`` for a request that goes to an open path or carries the token (header or
+        session cookie); else its refusal: 401, or 429 for a client sending wrong tokens."""
         if self.expected is None or request.url.path in OPEN_PATHS:
-            return True
+            return None
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and given and hmac.compare_digest(_digest(given.strip()), self.expected):
-            return True
-        cookie = request.cookies.get(COOKIE, "")
-        return bool(cookie) and hmac.compare_digest(cookie.encode("ascii", "replace"), self.expected.hex().encode())
-
-    def refusal(self, request: Request) -> Response:
-        """The 401 of a request without the token: the sign-in page for a browser, else a problem."""
+        if scheme.lower() == "bearer" and given:
+            return self._try(given.strip(), _client(request))
+        if self._signed_in(request.cookies.get(COOKIE, "")):
+            return None
         if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
             return HTMLResponse(self.signin.read_text(encoding="utf-8"), 401)
         return problem(401, "this server needs a bearer token: send `Authorization: Bearer <token>`",
                        {"WWW-Authenticate": "Bearer"})
 
-    def login(self, token: str) -> Response:
-        """The answer to ``POST /login``: 204 with the session cookie (HttpOnly, SameSite=Strict)
-        for the right token, 401 for a wrong one; 204 alone when the server needs none."""
+    def _try(self, token: str, client: str) -> Response | None:
+        """``None`` for the right token; 401 for a wrong one, 429 once the client has sent too many."""
+        wait = self.throttle.wait(client)
+        if wait is not None:
+            return problem(429, f"too many wrong tokens from this client; try again in {wait} s",
+                           {"Retry-After": str(wait)})
+        if not hmac.compare_digest(_digest(token), self.expected or b""):
+            self.throttle.failed(client)
+            return problem(401, "wrong token", {"WWW-Authenticate": "Bearer"})
+        self.throttle.forgive(client)
+        return None
+
+    def login(self, token: str, request: Request) -> Response:
+        """The answer to ``POST /login``: 204 with a session cookie (HttpOnly, SameSite=Strict,
+        ending after ``session_seconds``) for the right token, 401 for a wrong one, 429 while
+        the client is throttled; 204 alone when the server needs no token."""
         if self.expected is None:
             return Response(status_code=204)
-        if not hmac.compare_digest(_digest(token), self.expected):
-            return problem(401, "wrong token")
-        response = Response(status_code=204)
-        response.set_cookie(COOKIE, self.expected.hex(), httponly=True, samesite="strict", path="/")
-        return response
+        refused = self._try(token, _client(request))
+        if refused is not None:
+            return refused
+        signed_in = Response(status_code=204)
+        signed_in.set_cookie(COOKIE, self.session(), max_age=self.session_seconds, httponly=True,
+                             samesite="strict", path="/")
+        return signed_in
+
+
+def _client(request: Request) -> str:
+    """The address a request came from, as the throttle counts it."""
+    return request.client.host if request.client else "unknown"
 
 
 class BodyLimit:
