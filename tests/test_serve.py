@@ -1,6 +1,8 @@
 """The HTTP API of `perspectrum serve`, through FastAPI's test client: every endpoint,
 every refusal (4xx), back-pressure (503 with Retry-After), the token, its session cookie and
-throttle, the Host check and security headers, and the CLI's refusals before it serves.
+throttle, the Host check and security headers, and the CLI's refusals before it serves; and
+through a real uvicorn server on a free loopback port, the deadlines that close idle and slow
+connections.
 
 The app serves the ``--quick`` models of the ``trained_dir`` fixture over the ten-claim
 fixture; what they answer is compared with the same pipeline called directly.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 import shutil
 import socket
@@ -20,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -39,6 +43,7 @@ from perspectrum.serve.app import (
     create_app,
     example_claims,
 )
+from perspectrum.serve.connections import uvicorn_config
 from perspectrum.serve.guard import SESSION_SECONDS, TRIES, TRY_WINDOW, Throttle
 from perspectrum.train import prepare
 
@@ -414,6 +419,72 @@ def test_every_response_carries_security_headers_and_a_policy_that_fits_what_it_
     assert len(_inline_sources(docs.text, "script")) == 1
     assert _policy(docs)["style-src"] == ["'self'"]  # Swagger UI needs no inline style
     assert _policy(redoc)["style-src"] == ["'self'", "'unsafe-inline'"]  # ReDoc writes its styles at run time
+
+
+@contextmanager
+def uvicorn_serving(app, keep_alive: float, head: float) -> Iterator[int]:
+    """``app`` served by uvicorn as `perspectrum serve` configures it, on a free loopback port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    server = uvicorn.Server(uvicorn_config(app, keep_alive_seconds=keep_alive, head_seconds=head))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(500):
+            if server.started:
+                break
+            time.sleep(0.01)
+        assert server.started
+        yield listener.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        listener.close()
+
+
+def seconds_until_closed(port: int, first: bytes, trickle: bytes = b"", limit: float = 5.0) -> tuple[float, bytes]:
+    """Send ``first``, then ``trickle`` every 0.1 s: the seconds until the server closes the
+    connection (``inf``: not within ``limit``) and what it sent before."""
+    with socket.create_connection(("127.0.0.1", port)) as conn:
+        conn.settimeout(0.1)
+        started = time.monotonic()
+        conn.sendall(first)
+        received = b""
+        while time.monotonic() - started < limit:
+            try:
+                chunk = conn.recv(65536)
+            except TimeoutError:
+                try:
+                    conn.sendall(trickle)
+                except OSError:
+                    return time.monotonic() - started, received
+                continue
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                return time.monotonic() - started, received
+            received += chunk
+    return math.inf, received
+
+
+def test_idle_and_slow_connections_are_closed_at_their_deadlines(pipe) -> None:
+    """Slowloris: every connection that holds back its request is closed, at deadlines made
+    short here (a default server: 5 s keep-alive, 10 s for a head, 30 s for a body)."""
+    app = create_app(pipe, ServeSettings(body_seconds=0.5))
+    head = b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n"
+    with uvicorn_serving(app, keep_alive=0.5, head=0.5) as port:
+        silent = seconds_until_closed(port, b"")
+        half_head = seconds_until_closed(port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n", trickle=b"X: y\r\n")
+        slow_body = seconds_until_closed(port, head + b'{"token": ', trickle=b" ")
+        kept = seconds_until_closed(port, b"GET /examples HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answered = seconds_until_closed(port, head + b'{"token": "x"}'.ljust(40), limit=0.5)
+    for seconds, _ in (silent, half_head, slow_body, kept):
+        assert 0.4 < seconds < 2.0, (silent, half_head, slow_body, kept)
+    assert silent[1] == half_head[1] == b""
+    assert slow_body[1].startswith(b"HTTP/1.1 408 ") and b"did not arrive within 0.5 s" in slow_body[1]
+    assert kept[1].startswith(b"HTTP/1.1 200 ")
+    assert answered[1].startswith(b"HTTP/1.1 204 ")  # a request in time is answered
 
 
 def test_wrong_tokens_are_throttled_per_client_and_the_right_one_waits_too(pipe) -> None:

@@ -57,6 +57,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: in
 
     # the app first: it names a missing extra in one line
     from perspectrum.serve.app import LOOPBACK_HOSTS, ServeSettings, check_bind, create_app, example_claims
+    from perspectrum.serve.connections import uvicorn_config
 
     import uvicorn
 
@@ -87,5 +88,5 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: in
     if host in ("0.0.0.0", "::") and not allowed_hosts:  # reached by this machine's names, which it cannot know
         typer.echo(f"note: only requests to {shown} or loopback are answered; give this machine's name or address "
                    "with --allowed-host", err=True)
-    server = uvicorn.Server(uvicorn.Config(create_app(pipe, settings), log_level="warning", access_log=False))
+    server = uvicorn.Server(uvicorn_config(create_app(pipe, settings)))
     server.run(sockets=[listener])

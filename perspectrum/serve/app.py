@@ -52,6 +52,7 @@ from perspectrum.data import Dataset
 from perspectrum.index.search import check_query
 from perspectrum.pipeline.pipeline import ClaimError, Pipeline
 from perspectrum.serve.guard import (
+    BODY_SECONDS,
     COOKIE,
     LOOPBACK_HOSTS,
     MAX_BODY_BYTES,
@@ -103,6 +104,7 @@ class ServeSettings:
         allowed_hosts: the names a request's ``Host`` header may give (port aside; ``*``:
             any, behind a proxy that checks it); others get 400. The CLI adds the address
             it is bound to.
+        body_seconds: how long a request body may take to arrive (then 408).
     """
 
     workers: int = 2
@@ -111,6 +113,7 @@ class ServeSettings:
     cors_origins: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    body_seconds: float = BODY_SECONDS
 
     def __post_init__(self) -> None:
         if self.workers < 1 or self.queue < 0:
@@ -159,7 +162,7 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
 
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST"],
                            allow_headers=["Authorization", "Content-Type"])
-    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, seconds=settings.body_seconds)
     # added last, so run first: a request to another host is refused before anything else
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=host_patterns(settings.allowed_hosts), www_redirect=False)
     app.add_middleware(SecurityHeaders, policy=page_policy(guard.signin.read_text(encoding="utf-8")))
@@ -183,6 +186,7 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
             return problem(503, str(exc))
 
     answers = {200: {}, 400: {"model": Problem, "description": "the body is not UTF-8 JSON"}, 401: {"model": Problem},
+               408: {"model": Problem, "description": "the body came too slowly"},
                413: {"model": Problem}, 422: {"model": Problem}, 429: {"model": Problem},
                503: {"model": Problem, "description": "loading, busy (see `Retry-After`), or an index not built"}}
 

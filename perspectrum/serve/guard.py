@@ -11,12 +11,14 @@ slowed down (:class:`Throttle`: 429 after :data:`TRIES` in :data:`TRY_WINDOW` se
 
 Requests must name this server in their ``Host`` header (:func:`host_patterns`): a page on
 any site can make the browser send requests to a loopback server through DNS rebinding,
-and only the ``Host`` header tells them apart. A request body over :data:`MAX_BODY_BYTES`
-is refused before the app reads it (:class:`BodyLimit`).
+and only the ``Host`` header tells them apart. A request body over :data:`MAX_BODY_BYTES`,
+or one that takes longer than its deadline to arrive, is refused before the app reads it
+(:class:`BodyLimit`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import ipaddress
@@ -40,6 +42,9 @@ from perspectrum.serve.schemas import problem
 
 #: Largest request body read, in bytes: 32 claims of 1,000 characters with room to spare.
 MAX_BODY_BYTES = 256 * 1024
+#: Seconds the whole request body may take to arrive once its head is in (then 408): a slow
+#: client must not hold a connection and a body buffer for as long as it likes.
+BODY_SECONDS = 30.0
 #: Name of the session cookie the page's sign-in form gets (a signed expiry time, never the token).
 COOKIE = "perspectrum_session"
 #: How long a sign-in lasts, in seconds; then the page asks for the token again.
@@ -218,30 +223,40 @@ def _client(request: Request) -> str:
 
 class BodyLimit:
     """Answers 413 to a request body over ``limit`` bytes before the app reads any of it
-    (declared length), or as soon as a chunked body passes it."""
+    (declared length), or as soon as a chunked body passes it; and 408, closing the
+    connection, to a body that has not all arrived ``seconds`` after the request's head."""
 
-    def __init__(self, app: Any, limit: int) -> None:
+    def __init__(self, app: Any, limit: int, seconds: float = BODY_SECONDS) -> None:
         self.app = app
         self.limit = limit
+        self.seconds = seconds
 
     async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or ()).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            return await self._refuse(scope, receive, send)
+            return await self._refuse(problem(413, f"the request body is over {self.limit:,} bytes"),
+                                      scope, receive, send)
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return None  # the client left
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.limit:
-                return await self._refuse(scope, receive, send)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.seconds):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return None  # the client left
+                    chunks.append(message.get("body", b""))
+                    size += len(chunks[-1])
+                    if size > self.limit:
+                        return await self._refuse(problem(413, f"the request body is over {self.limit:,} bytes"),
+                                                  scope, receive, send)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            late = problem(408, f"the request body did not arrive within {self.seconds:g} s",
+                           {"Connection": "close"})
+            return await self._refuse(late, scope, receive, send)
         sent = False
 
         async def replay() -> dict:
@@ -253,6 +268,6 @@ class BodyLimit:
 
         return await self.app(scope, replay, send)
 
-    async def _refuse(self, scope: dict, receive: Callable, send: Callable) -> None:
-        response = problem(413, f"the request body is over {self.limit:,} bytes")
+    @staticmethod
+    async def _refuse(response: Response, scope: dict, receive: Callable, send: Callable) -> None:
         await response(scope, receive, send)
