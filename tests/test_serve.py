@@ -480,7 +480,7 @@ def test_idle_and_slow_connections_are_closed_at_their_deadlines(pipe) -> None:
         kept = seconds_until_closed(port, b"GET /examples HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         answered = seconds_until_closed(port, head + b'{"token": "x"}'.ljust(40), limit=0.5)
     for seconds, _ in (silent, half_head, slow_body, kept):
-        assert 0.4 < seconds < 2.0, (silent, half_head, slow_body, kept)
+        assert 0.4 < seconds < 3.0, (silent, half_head, slow_body, kept)  # 0.5 s, and room for a busy machine
     assert silent[1] == half_head[1] == b""
     assert slow_body[1].startswith(b"HTTP/1.1 408 ") and b"did not arrive within 0.5 s" in slow_body[1]
     assert kept[1].startswith(b"HTTP/1.1 200 ")
