@@ -1,6 +1,8 @@
 """The HTTP API of `perspectrum serve`, through FastAPI's test client: every endpoint,
-every refusal (4xx), back-pressure (503 with Retry-After), the token, and the CLI's
-refusals before it serves.
+every refusal (4xx), back-pressure (503 with Retry-After), the token, its session cookie and
+throttle, the Host check and security headers, and the CLI's refusals before it serves; and
+through a real uvicorn server on a free loopback port, the deadlines that close idle and slow
+connections.
 
 The app serves the ``--quick`` models of the ``trained_dir`` fixture over the ten-claim
 fixture; what they answer is compared with the same pipeline called directly.
@@ -8,7 +10,12 @@ fixture; what they answer is compared with the same pipeline called directly.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import math
+import re
+import shutil
 import socket
 import threading
 import time
@@ -16,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -25,6 +33,7 @@ from perspectrum.data import load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.serve.app import (
     COOKIE,
+    LOOPBACK_HOSTS,
     MAX_BATCH,
     MAX_BODY_BYTES,
     DiscoveryOut,
@@ -34,6 +43,9 @@ from perspectrum.serve.app import (
     create_app,
     example_claims,
 )
+from perspectrum.serve.connections import uvicorn_config
+from perspectrum.serve.guard import SESSION_SECONDS, TRIES, TRY_WINDOW, Throttle
+from perspectrum.train import prepare
 
 CLAIM = "Animals should have legal rights"
 TOKEN = "a-token-of-twenty-chars"
@@ -59,7 +71,7 @@ def wait_ready(client: TestClient, timeout: float = 120) -> dict:
 
 @contextmanager
 def serving(pipe: Pipeline, settings: ServeSettings = ServeSettings(), ready: bool = True) -> Iterator[TestClient]:
-    with TestClient(create_app(pipe, settings)) as client:
+    with TestClient(create_app(pipe, settings), base_url="http://127.0.0.1:8000") as client:
         if ready:
             wait_ready(client)
         yield client
@@ -167,7 +179,8 @@ def test_search_each_pool_and_method_and_its_refusals(pipe) -> None:
             assert answer.status_code == 200, answer.text
             hits = [HitOut.model_validate(h) for h in answer.json()]
             assert 1 <= len(hits) <= 3 and all(h.text for h in hits)
-        # the fixture's ranker reads the sentences' dense index only; a server never builds one at request time
+        # `train all` builds the indexes its models read, not the sentences' BM25 (`setup` does);
+        # a server never builds one at request time, and names the command that does
         unbuilt = client.post("/search", json={"query": "zoos", "pool": "sentences", "method": "bm25"})
         top = client.post("/search", json={"query": "zoos breeding programmes", "method": "bm25", "k": 1}).json()
         empty = client.post("/search", json={"query": "  "})
@@ -175,7 +188,7 @@ def test_search_each_pool_and_method_and_its_refusals(pipe) -> None:
         pool = client.post("/search", json={"query": "zoos", "pool": "claims"})
         k = client.post("/search", json={"query": "zoos", "k": 0})
     assert unbuilt.status_code == 503 and unbuilt.json()["detail"].startswith("no bm25 index for the sentences pool")
-    assert unbuilt.json()["detail"].endswith("run `perspectrum index build`")
+    assert "build it with `perspectrum index build --pool sentences --kind bm25`" in unbuilt.json()["detail"]
     assert top[0]["id"] in (1, 2)
     assert empty.status_code == 422 and empty.json()["detail"] == "query: the query is empty"
     assert long.status_code == 422 and "limit is 1,000" in long.json()["detail"]
@@ -317,8 +330,237 @@ def test_serve_refuses_bad_options_in_one_line(data_dir, tmp_path) -> None:
     assert busy.output.count("\n") == 1
     short = runner.invoke(cli, ["serve", "--token", "short", *common])
     assert short.exit_code == 1 and "at least 16" in short.output
+    ported = runner.invoke(cli, ["serve", "--allowed-host", "perspectrum.lan:8000", *common])
+    assert ported.exit_code == 1 and ported.output.count("\n") == 1
+    assert ported.output.startswith("error: --allowed-host 'perspectrum.lan:8000': give the host without a port")
 
 
 def test_example_claims_come_from_dev_only(data_dir) -> None:
     dataset = load_dataset(data_dir, verify=False)
     assert set(example_claims(dataset, count=1)) <= {c.text for c in dataset.split("dev")}
+
+
+def test_only_requests_that_name_this_server_in_host_are_answered(pipe) -> None:
+    """DNS rebinding: a page on evil.example points its name at 127.0.0.1, and the browser
+    then sends its requests to this server with ``Host: evil.example``."""
+    hosts = ("localhost", "localhost:8000", "127.0.0.1:8000", "[::1]:8000", "[::1]", "LocalHost")
+    with serving(pipe, ready=False) as client:
+        evil = client.get("/examples", headers={"Host": "evil.example"})
+        evil_port = client.post("/search", json={"query": "zoos"}, headers={"Host": "evil.example:8000"})
+        suffix = client.get("/examples", headers={"Host": "localhost.evil.example"})
+        loopback = {host: client.get("/examples", headers={"Host": host}).status_code for host in hosts}
+    assert evil.status_code == evil_port.status_code == suffix.status_code == 400
+    assert evil.text == "Invalid host header"
+    assert set(loopback.values()) == {200}, loopback
+    # as `serve --host 192.168.1.20 --allowed-host perspectrum.lan --allowed-host fe80::1` builds them
+    named = ServeSettings(token=TOKEN, allowed_hosts=("192.168.1.20", *LOOPBACK_HOSTS, "perspectrum.lan", "fe80::1"))
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    with serving(pipe, named, ready=False) as client:
+        answered = {host: client.get("/examples", headers={**bearer, "Host": host}).status_code
+                    for host in ("192.168.1.20:8000", "perspectrum.lan", "PERSPECTRUM.LAN:80", "[fe80::1]:8000",
+                                 "127.0.0.1:8000")}
+        other = client.get("/examples", headers={**bearer, "Host": "192.168.1.21:8000"})
+    assert set(answered.values()) == {200}, answered
+    assert other.status_code == 400
+    with serving(pipe, ServeSettings(allowed_hosts=("*",)), ready=False) as client:  # behind a proxy
+        assert client.get("/examples", headers={"Host": "anything.example"}).status_code == 200
+    with pytest.raises(PerspectrumError, match="not a host name"):
+        ServeSettings(allowed_hosts=("exa*mple.org",))
+
+
+def _policy(response) -> dict[str, list[str]]:
+    """A Content-Security-Policy header as {directive: sources}."""
+    directives = [part.split() for part in response.headers["content-security-policy"].split(";") if part.strip()]
+    return {words[0]: words[1:] for words in directives}
+
+
+def _inline_sources(html: str, tag: str) -> list[str]:
+    """The CSP hash sources of ``html``'s inline ``tag`` blocks (script or style, without src)."""
+    blocks = re.findall(rf"<{tag}>(.*?)</{tag}>", html, re.DOTALL)
+    return [f"'sha256-{base64.b64encode(hashlib.sha256(b.encode()).digest()).decode()}'" for b in blocks]
+
+
+def test_every_response_carries_security_headers_and_a_policy_that_fits_what_it_loads(pipe) -> None:
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    with serving(pipe, ServeSettings(token=TOKEN), ready=False) as client:
+        page = client.get("/", headers=bearer)
+        files = [client.get(f"/static/{name}", headers=bearer) for name in ("app.js", "style.css")]
+        signin = client.get("/", headers={"Accept": "text/html"})
+        answer = client.get("/examples", headers=bearer)
+        refused = client.post("/discover", json={"claim": CLAIM})
+        docs, redoc = client.get("/docs", headers=bearer), client.get("/redoc", headers=bearer)
+        loaded = re.findall(r'(?:src|href)="([^"]+)"', docs.text + redoc.text)
+        docs_files = [client.get(path, headers=bearer) for path in loaded]
+    for response in (page, *files, signin, answer, refused, docs, redoc, *docs_files):
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["x-frame-options"] == "DENY"
+        assert response.headers["referrer-policy"] == "no-referrer"
+        assert _policy(response)["frame-ancestors"] == ["'none'"]
+    # the page: its own files only (scripts, styles, icon), no inline script, style or style attribute
+    assert page.status_code == 200 and signin.status_code == 401
+    assert "<script>" not in page.text and "<style" not in page.text and "style=" not in page.text
+    assert re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', page.text) == \
+        ["data:,", "/static/style.css", "/static/app.js"]
+    policy = _policy(page)
+    assert policy["default-src"] == ["'none'"] and policy["connect-src"] == ["'self'"]
+    assert "data:" in policy["img-src"] and "'unsafe-inline'" not in str(policy) and "'unsafe-eval'" not in str(policy)
+    # the sign-in page's inline script and style run by their hashes, and nothing else inline
+    assert _policy(signin) == policy
+    assert policy["script-src"] == ["'self'", *_inline_sources(signin.text, "script")]
+    assert policy["style-src"] == ["'self'", *_inline_sources(signin.text, "style")]
+    # the API docs (Swagger UI, ReDoc): their files are this server's, their inline scripts allowed by hash
+    assert docs.status_code == redoc.status_code == 200 and all(r.status_code == 200 for r in docs_files)
+    assert all(path.startswith("/") for path in loaded)
+    for html, response in ((docs.text, docs), (redoc.text, redoc)):
+        allowed = _policy(response)
+        assert allowed["script-src"] == ["'self'", *_inline_sources(html, "script")]
+        assert "'self'" in allowed["style-src"] and "'self'" in allowed["connect-src"]  # /openapi.json
+        assert "data:" in allowed["img-src"] and "'unsafe-eval'" not in allowed["script-src"]
+    assert len(_inline_sources(docs.text, "script")) == 1
+    assert _policy(docs)["style-src"] == ["'self'"]  # Swagger UI needs no inline style
+    assert _policy(redoc)["style-src"] == ["'self'", "'unsafe-inline'"]  # ReDoc writes its styles at run time
+
+
+@contextmanager
+def uvicorn_serving(app, keep_alive: float, head: float) -> Iterator[int]:
+    """``app`` served by uvicorn as `perspectrum serve` configures it, on a free loopback port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    server = uvicorn.Server(uvicorn_config(app, keep_alive_seconds=keep_alive, head_seconds=head))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(500):
+            if server.started:
+                break
+            time.sleep(0.01)
+        assert server.started
+        yield listener.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        listener.close()
+
+
+def seconds_until_closed(port: int, first: bytes, trickle: bytes = b"", limit: float = 5.0) -> tuple[float, bytes]:
+    """Send ``first``, then ``trickle`` every 0.1 s: the seconds until the server closes the
+    connection (``inf``: not within ``limit``) and what it sent before."""
+    with socket.create_connection(("127.0.0.1", port)) as conn:
+        conn.settimeout(0.1)
+        started = time.monotonic()
+        conn.sendall(first)
+        received = b""
+        while time.monotonic() - started < limit:
+            try:
+                chunk = conn.recv(65536)
+            except TimeoutError:
+                try:
+                    conn.sendall(trickle)
+                except OSError:
+                    return time.monotonic() - started, received
+                continue
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                return time.monotonic() - started, received
+            received += chunk
+    return math.inf, received
+
+
+def test_idle_and_slow_connections_are_closed_at_their_deadlines(pipe) -> None:
+    """Slowloris: every connection that holds back its request is closed, at deadlines made
+    short here (a default server: 5 s keep-alive, 10 s for a head, 30 s for a body)."""
+    app = create_app(pipe, ServeSettings(body_seconds=0.5))
+    head = b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n"
+    with uvicorn_serving(app, keep_alive=0.5, head=0.5) as port:
+        silent = seconds_until_closed(port, b"")
+        half_head = seconds_until_closed(port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n", trickle=b"X: y\r\n")
+        slow_body = seconds_until_closed(port, head + b'{"token": ', trickle=b" ")
+        kept = seconds_until_closed(port, b"GET /examples HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answered = seconds_until_closed(port, head + b'{"token": "x"}'.ljust(40), limit=0.5)
+    for seconds, _ in (silent, half_head, slow_body, kept):
+        assert 0.4 < seconds < 3.0, (silent, half_head, slow_body, kept)  # 0.5 s, and room for a busy machine
+    assert silent[1] == half_head[1] == b""
+    assert slow_body[1].startswith(b"HTTP/1.1 408 ") and b"did not arrive within 0.5 s" in slow_body[1]
+    assert kept[1].startswith(b"HTTP/1.1 200 ")
+    assert answered[1].startswith(b"HTTP/1.1 204 ")  # a request in time is answered
+
+
+def test_wrong_tokens_are_throttled_per_client_and_the_right_one_waits_too(pipe) -> None:
+    with serving(pipe, ServeSettings(token=TOKEN), ready=False) as client:
+        now = [1_800_000_000.0]
+        client.app.state.guard.clock = lambda: now[0]
+        wrong = [client.post("/login", json={"token": f"wrong-token-number-{i}"}) for i in range(TRIES)]
+        throttled = client.post("/login", json={"token": TOKEN})  # even the right one: it is a guess too
+        by_header = client.get("/examples", headers={"Authorization": f"Bearer {TOKEN}"})
+        elsewhere = TestClient(client.app, base_url="http://127.0.0.1", client=("10.0.0.2", 40000))
+        other_client = elsewhere.post("/login", json={"token": TOKEN})
+        now[0] += TRY_WINDOW
+        later = client.post("/login", json={"token": TOKEN})
+    assert [r.status_code for r in wrong] == [401] * TRIES
+    assert throttled.status_code == by_header.status_code == 429
+    assert 1 <= int(throttled.headers["Retry-After"]) <= TRY_WINDOW
+    assert throttled.json()["detail"].startswith("too many wrong tokens from this client; try again in ")
+    assert COOKIE not in throttled.headers.get("set-cookie", "")
+    assert other_client.status_code == 204 and later.status_code == 204
+
+
+def test_the_throttle_forgets_old_failures_and_keeps_a_bounded_table() -> None:
+    now = [0.0]
+    throttle = Throttle(tries=2, window=10, clients=3, clock=lambda: now[0])
+    throttle.failed("a")
+    now[0] = 5
+    throttle.failed("a")
+    assert throttle.wait("a") == 5 and throttle.wait("b") is None
+    now[0] = 10.5
+    assert throttle.wait("a") is None  # the first failure left the window
+    for client in "bcde":
+        throttle.failed(client)
+    assert len(throttle._failures) == 3 and "a" not in throttle._failures
+
+
+def test_the_session_cookie_is_signed_expires_and_is_not_the_tokens_digest(pipe) -> None:
+    with serving(pipe, ServeSettings(token=TOKEN), ready=False) as client:
+        now = [1_800_000_000.0]
+        client.app.state.guard.clock = lambda: now[0]
+        accepted = client.post("/login", json={"token": TOKEN})
+        session = client.cookies[COOKIE]
+        signed_in = client.get("/examples")
+        now[0] += SESSION_SECONDS - 1
+        still = client.get("/examples")
+        now[0] += 2
+        expired = client.get("/examples")
+        client.cookies.clear()
+        expires, signature = session.split(".")
+        forged = {"digest": hashlib.sha256(TOKEN.encode()).hexdigest(),  # what the cookie used to be
+                  "later": f"{int(expires) + 10 * SESSION_SECONDS}.{signature}",
+                  "unsigned": f"{int(now[0]) + 60}.{'0' * 64}",
+                  "garbled": "x.y"}
+        refused = {}
+        for name, value in forged.items():
+            client.cookies.clear()
+            client.cookies.set(COOKIE, value)
+            refused[name] = client.get("/examples").status_code
+    set_cookie = accepted.headers["set-cookie"]
+    assert accepted.status_code == 204 and TOKEN not in set_cookie
+    assert f"Max-Age={SESSION_SECONDS}" in set_cookie and "HttpOnly" in set_cookie and "SameSite=strict" in set_cookie
+    assert int(expires) == 1_800_000_000 + SESSION_SECONDS
+    assert signed_in.status_code == still.status_code == 200 and expired.status_code == 401
+    assert set(refused.values()) == {401}, refused
+
+
+def test_search_answers_every_pool_and_method_once_setup_has_run(trained_dir, tmp_path) -> None:
+    """`perspectrum setup` (``prepare``) builds every index /search offers, the sentences'
+    BM25 included; run here over a copy of the trained fixture's indexes, which lack it."""
+    data, indexes, models = trained_dir
+    shutil.copytree(indexes, tmp_path / "indexes", symlinks=True)
+    done = prepare(data, tmp_path / "indexes", models, verify=False)
+    assert [(i["pool"], i["kind"]) for i in done["indexes"] if i["status"] == "built"] == [("sentences", "bm25")]
+    pipe = Pipeline.load(data, tmp_path / "indexes", models, verify=False)
+    with serving(pipe) as client:
+        answers = {(pool, method): client.post("/search", json={"query": "zoos and endangered species",
+                                                                "pool": pool, "method": method, "k": 2})
+                   for pool in ("perspectives", "evidence", "sentences") for method in METHODS}
+    assert {key: a.status_code for key, a in answers.items()} == dict.fromkeys(answers, 200)
+    assert all(a.json() and all(h["text"] for h in a.json()) for a in answers.values())

@@ -24,6 +24,10 @@ def serve_cli(
                                                  help="Bearer token every request but /health must carry.")] = None,
     cors_origin: Annotated[Optional[list[str]], typer.Option(
         "--cors-origin", help="An origin whose pages may call the API (repeatable; none by default).")] = None,
+    allowed_host: Annotated[Optional[list[str]], typer.Option(
+        "--allowed-host", help="A host name requests may give in their Host header besides --host, localhost, "
+        "127.0.0.1 and ::1 (repeatable; others get 400, which stops DNS rebinding). `*` allows any: only behind "
+        "a proxy that checks the Host itself.")] = None,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
@@ -36,23 +40,29 @@ def serve_cli(
     The port answers at once; /health says `ready` once every index and model is loaded.
     """
     serve(host, port, workers=workers, queue=queue, token=token or None,  # an empty $PERSPECTRUM_TOKEN is no token
-          cors_origins=tuple(cors_origin or ()), data_dir=data_dir, index_dir=index_dir, models_dir=models_dir,
-          verify=not no_verify, perspectives=perspectives, evidence=evidence)
+          cors_origins=tuple(cors_origin or ()), allowed_hosts=tuple(allowed_host or ()), data_dir=data_dir,
+          index_dir=index_dir, models_dir=models_dir, verify=not no_verify, perspectives=perspectives,
+          evidence=evidence)
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: int = 16, token: str | None = None,
-          cors_origins: tuple[str, ...] = (), data_dir: Path | None = None, index_dir: Path | None = None,
-          models_dir: Path | None = None, verify: bool = True, perspectives: Path | None = None,
-          evidence: Path | None = None) -> None:
-    """Listen on ``host:port`` (printing the address) and serve until stopped."""
+          cors_origins: tuple[str, ...] = (), allowed_hosts: tuple[str, ...] = (), data_dir: Path | None = None,
+          index_dir: Path | None = None, models_dir: Path | None = None, verify: bool = True,
+          perspectives: Path | None = None, evidence: Path | None = None) -> None:
+    """Listen on ``host:port`` (printing the address) and serve until stopped.
+
+    Requests must name ``host``, a loopback name or one of ``allowed_hosts`` in their
+    ``Host`` header."""
     import socket
 
-    from perspectrum.serve.app import ServeSettings, check_bind, create_app, example_claims  # first: names a missing extra
+    # the app first: it names a missing extra in one line
+    from perspectrum.serve.app import LOOPBACK_HOSTS, ServeSettings, check_bind, create_app, example_claims
+    from perspectrum.serve.connections import uvicorn_config
 
     import uvicorn
 
     check_bind(host, token)
-    settings = ServeSettings(workers, queue, token, cors_origins)
+    settings = ServeSettings(workers, queue, token, cors_origins, allowed_hosts=(host, *LOOPBACK_HOSTS, *allowed_hosts))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -75,5 +85,8 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: in
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     # plain and unwrapped: scripts and tests read the address (and a --port 0's port) from this line
     typer.echo(f"serving http://{shown}:{bound}/ (API docs at /docs); loading the models, /health says when ready")
-    server = uvicorn.Server(uvicorn.Config(create_app(pipe, settings), log_level="warning", access_log=False))
+    if host in ("0.0.0.0", "::") and not allowed_hosts:  # reached by this machine's names, which it cannot know
+        typer.echo(f"note: only requests to {shown} or loopback are answered; give this machine's name or address "
+                   "with --allowed-host", err=True)
+    server = uvicorn.Server(uvicorn_config(create_app(pipe, settings)))
     server.run(sockets=[listener])

@@ -14,10 +14,11 @@ exactly the JSON of ``discover --json`` (:meth:`~perspectrum.pipeline.results.Di
 and claims are refused by the CLI's rules (:func:`~perspectrum.pipeline.pipeline.check_claim`).
 
 Off loopback a bearer token is required (:func:`~perspectrum.serve.guard.check_bind`): every
-request but ``/health`` must carry it, as an ``Authorization: Bearer`` header or as the cookie
-the page's sign-in form sets (``POST /login``; :mod:`perspectrum.serve.guard`). Cross-origin
-requests are refused unless origins are named. Request counts and times are Prometheus
-series (:mod:`perspectrum.serve.metrics`).
+request but ``/health`` must carry it, as an ``Authorization: Bearer`` header or as the session
+cookie the page's sign-in form gets (``POST /login``; :mod:`perspectrum.serve.guard`). Requests
+must name this server in their ``Host`` header (DNS rebinding), every response carries security
+headers (:mod:`perspectrum.serve.headers`), and cross-origin requests are refused unless origins
+are named. Request counts and times are Prometheus series (:mod:`perspectrum.serve.metrics`).
 
 This module builds the app and its routes; the names the CLI and the tests import from it
 (:func:`check_bind`, :data:`COOKIE`, :data:`MAX_BATCH`, ...) are still importable from here.
@@ -41,6 +42,7 @@ try:  # the serve extra; without it `perspectrum serve` says so in one line (Mis
     from fastapi.responses import FileResponse, JSONResponse, Response
     from fastapi.staticfiles import StaticFiles
     from fastapi_offline import FastAPIOffline
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
     import uvicorn  # noqa: F401 - the CLI serves this app with it; checked here with the rest of the extra
 except ModuleNotFoundError as exc:
     raise missing_extra("perspectrum serve", "serve", exc) from None
@@ -50,12 +52,17 @@ from perspectrum.data import Dataset
 from perspectrum.index.search import check_query
 from perspectrum.pipeline.pipeline import ClaimError, Pipeline
 from perspectrum.serve.guard import (
+    BODY_SECONDS,
     COOKIE,
+    LOOPBACK_HOSTS,
     MAX_BODY_BYTES,
+    SESSION_SECONDS,
     BodyLimit,
     TokenGuard,
     check_bind,
+    host_patterns,
 )
+from perspectrum.serve.headers import SecurityHeaders, page_policy
 from perspectrum.serve.loader import Loader
 from perspectrum.serve.metrics import Metrics
 from perspectrum.serve.schemas import (
@@ -74,8 +81,8 @@ from perspectrum.serve.schemas import (
 from perspectrum.serve.work import Busy, WorkPool
 
 # this module's own names, and those the CLI and the tests import from here
-__all__ = ["COOKIE", "MAX_BATCH", "MAX_BODY_BYTES", "MIN_TOKEN_CHARS", "WEB", "DiscoveryOut", "HitOut", "ServeSettings",
-           "check_bind", "create_app", "example_claims"]
+__all__ = ["COOKIE", "LOOPBACK_HOSTS", "MAX_BATCH", "MAX_BODY_BYTES", "MIN_TOKEN_CHARS", "WEB", "DiscoveryOut", "HitOut",
+           "ServeSettings", "check_bind", "create_app", "example_claims"]
 
 #: Shortest token accepted: a guessable one would make serving off loopback unsafe.
 MIN_TOKEN_CHARS = 16
@@ -94,6 +101,10 @@ class ServeSettings:
         token: the bearer token every request but ``/health`` must carry (``None``: none).
         cors_origins: origins allowed to call the API from a browser (none by default).
         examples: claims the page offers to try (the dev split's, from the CLI).
+        allowed_hosts: the names a request's ``Host`` header may give (port aside; ``*``:
+            any, behind a proxy that checks it); others get 400. The CLI adds the address
+            it is bound to.
+        body_seconds: how long a request body may take to arrive (then 408).
     """
 
     workers: int = 2
@@ -101,6 +112,8 @@ class ServeSettings:
     token: str | None = None
     cors_origins: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    body_seconds: float = BODY_SECONDS
 
     def __post_init__(self) -> None:
         if self.workers < 1 or self.queue < 0:
@@ -108,6 +121,7 @@ class ServeSettings:
         if self.token is not None and len(self.token) < MIN_TOKEN_CHARS:
             raise PerspectrumError(f"the token is {len(self.token)} characters long; use at least {MIN_TOKEN_CHARS} "
                                    "(`python -c 'import secrets; print(secrets.token_urlsafe())'` makes one)")
+        host_patterns(self.allowed_hosts)  # a bad --allowed-host is refused before anything loads
 
 
 def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) -> FastAPI:
@@ -133,11 +147,12 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
                                      "claim, clustered, stanced and backed by evidence.")
     app.state.loader = loader
     app.state.work = work
+    app.state.guard = guard
 
     @app.middleware("http")
     async def guard_and_count(request: Request, call_next: Callable) -> Response:
         started = time.perf_counter()
-        response = await call_next(request) if guard.lets_in(request) else guard.refusal(request)
+        response = guard.check(request) or await call_next(request)
         path = getattr(request.scope.get("route"), "path", "other")
         metrics.answered(request.method, path, response.status_code, time.perf_counter() - started)
         return response
@@ -147,7 +162,10 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
 
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST"],
                            allow_headers=["Authorization", "Content-Type"])
-    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, seconds=settings.body_seconds)
+    # added last, so run first: a request to another host is refused before anything else
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=host_patterns(settings.allowed_hosts), www_redirect=False)
+    app.add_middleware(SecurityHeaders, policy=page_policy(guard.signin.read_text(encoding="utf-8")))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -168,7 +186,8 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
             return problem(503, str(exc))
 
     answers = {200: {}, 400: {"model": Problem, "description": "the body is not UTF-8 JSON"}, 401: {"model": Problem},
-               413: {"model": Problem}, 422: {"model": Problem},
+               408: {"model": Problem, "description": "the body came too slowly"},
+               413: {"model": Problem}, 422: {"model": Problem}, 429: {"model": Problem},
                503: {"model": Problem, "description": "loading, busy (see `Retry-After`), or an index not built"}}
 
     @app.post("/discover", response_model=DiscoveryOut | list[DiscoveryOut], responses=answers,
@@ -211,10 +230,12 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
         return list(settings.examples)
 
     @app.post("/login", status_code=204, response_class=Response,
-              responses={400: answers[400], 401: {"model": Problem}, 422: {"model": Problem}},
-              summary="The page's sign-in: a right token sets a session cookie (HttpOnly, SameSite=Strict)")
-    async def login(body: Token) -> Response:
-        return guard.login(body.token)
+              responses={400: answers[400], 401: {"model": Problem}, 422: {"model": Problem},
+                         429: {"model": Problem, "description": "too many wrong tokens: wait `Retry-After` seconds"}},
+              summary="The page's sign-in: a right token sets a session cookie (HttpOnly, SameSite=Strict; it "
+                      f"ends after {SESSION_SECONDS // 3600} hours or when the server restarts)")
+    async def login(body: Token, request: Request) -> Response:
+        return guard.login(body.token, request)
 
     @app.get("/", response_class=FileResponse, include_in_schema=False)
     async def page() -> FileResponse:

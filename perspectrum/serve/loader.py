@@ -44,8 +44,8 @@ class Loader:
 
     def searcher(self, pool: str, method: str) -> tuple[Any, dict[Any, str]]:
         """The searcher of one pool and method, with the pool's texts by id. Indexes are
-        opened once and never built here: a missing one is an error naming `perspectrum
-        index build` (a build takes minutes; a request should not)."""
+        opened once and never built here: a missing one is an error naming the `perspectrum
+        index build` that builds it (a build takes minutes; a request should not)."""
         with self._lock:
             if pool not in self._pools:
                 pipe = self.pipeline
@@ -57,9 +57,20 @@ class Loader:
             kinds = ("bm25", "dense") if method == "hybrid" else (method,)
             for kind in kinds:
                 if (pool, kind) not in self._indexes:
-                    self._indexes[pool, kind] = self.pipeline.store.open(docs, kind, build_missing=False)
+                    self._indexes[pool, kind] = self._open(docs, pool, kind)
             found = [self._indexes[pool, kind] for kind in kinds]
         return (HybridSearcher(*found) if method == "hybrid" else found[0]), text
+
+    def _open(self, docs: Pool, pool: str, kind: str) -> Any:
+        """One index, or an error naming the command that builds exactly it."""
+        try:
+            return self.pipeline.store.open(docs, kind, build_missing=False)
+        except PerspectrumError:
+            problem = self.pipeline.store.check(docs, kind)
+            if problem is None:
+                raise
+            raise PerspectrumError(f"{problem}; build it with `perspectrum index build --pool {pool} --kind {kind}` "
+                                   "(`perspectrum setup` builds every index /search uses)") from None
 
     def search(self, query: str, pool: str, method: str, k: int) -> list[dict[str, Any]]:
         """The ``k`` best hits for ``query`` in ``pool`` by ``method``, as ``/search`` answers them."""
