@@ -184,7 +184,7 @@ def test_cli_setup_reports_what_it_did(fresh) -> None:
     as_json = runner.invoke(app, [*args, "--json"])
     assert as_json.exit_code == 0, as_json.output
     done = json.loads(as_json.stdout)
-    assert done["models"] == "light heads kept" and len(done["indexes"]) == 5
+    assert done["models"] == "light heads kept" and len(done["indexes"]) == 6
     shown = runner.invoke(app, args, env={"COLUMNS": "160"})
     assert shown.exit_code == 0 and "light heads kept" in shown.stdout and "reused" in shown.stdout
     broken = runner.invoke(app, ["setup", "--data-dir", str(data_dir / "missing"), "--no-verify"])
