@@ -13,6 +13,7 @@ import io
 import json
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -137,12 +138,26 @@ def test_printable_escapes_what_a_terminal_would_act_on() -> None:
 
 def test_discover_display_shows_markup_and_escapes_literally() -> None:
     result = _discovery()
-    shown = _rendered(debate(result), *explain(result))
+    shown = _rendered(debate(result, full=True, internals=True), *explain(result))
     assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
     assert PWN_SHOWN in shown and "\\x9b2J" in shown
     assert MARKUP in shown  # the claim in the title and the perspective, brackets and all
     assert "[red]breed[/red]" in shown and "[i]so[/i]" in shown
     assert "p[/]1" in shown and f"c[/]{PWN_SHOWN}" in shown  # ids, in the panels and in --explain
+
+
+def test_a_card_shows_its_side_in_words_and_the_window_not_internals_unless_asked() -> None:
+    result = _discovery()
+    shown = _rendered(debate(result))
+    assert "supports the claim: 90% sure" in shown and "undermines the claim: 90% sure" in shown
+    assert "p[/]1" not in shown and "p=0.90" not in shown and "window=0.80" not in shown  # no ids, no scores
+    assert "Cages are small" in shown and "\\x9b2J" not in shown and "breed" not in shown  # the window alone
+    full = _rendered(debate(result, full=True))
+    assert "Cages are small" in full and "\\x9b2J" in full and "breed" in full
+    unclear = replace(result.perspectives[1], stance="unclear", support_calibrated=0.45, stance_confidence=0.55)
+    both = _rendered(debate(replace(result, perspectives=(result.perspectives[0], unclear))))
+    assert "side unclear (1)" in both and "side unclear (leans undermine, 55%)" in both
+    assert "undermining (0)" in both
 
 
 def test_discover_json_escapes_what_a_terminal_would_act_on() -> None:
@@ -349,6 +364,7 @@ def test_check_settings_names_the_file_and_key(stage, key, value, wanted) -> Non
 
 
 @pytest.mark.parametrize("stored", ['{"stance": {"margin": "high"}}', '{"relevance": {"floor": NaN}}',
+                                    '{"stance": {"scale": "steep"}}', '{"stance": {"unclear": Infinity}}',
                                     '{"cluster": {"threshold": null}}', '{"expand": {"neighbours": 2.5}}'])
 def test_a_hand_edited_pipeline_file_is_one_line(tmp_path: Path, stored: str) -> None:
     (tmp_path / PIPELINE_FILE).write_text(f'{{"settings": {stored}}}', encoding="utf-8")

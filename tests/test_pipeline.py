@@ -77,6 +77,25 @@ def test_setup_builds_indexes_fits_light_heads_and_the_pipeline_answers(fresh) -
     assert found & {19, 20, 21}
 
 
+def test_setup_calibrates_the_shown_confidence_on_dev_and_the_cards_use_it(fresh) -> None:
+    from perspectrum.config import LIGHT_FOLDER
+    from perspectrum.models.scorers import PIPELINE_FILE
+    from perspectrum.pipeline.results import calibrated, side
+
+    _, _, models, pipe = fresh
+    stored = json.loads((models / LIGHT_FOLDER / PIPELINE_FILE).read_text())
+    stance = stored["settings"]["stance"]
+    assert stance["scale"] > 0 and 0 <= stance["unclear"] <= 0.3
+    assert stored["calibration"]["pairs"] > 0 and stored["calibration"]["unclear_share"] <= 10
+    assert pipe.settings["stance"]["scale"] == stance["scale"]  # read back, as stored
+    result = pipe.discover(CLAIM)
+    for card in result.perspectives:
+        q = calibrated(card.support_probability, pipe.settings["stance"]["threshold"], stance["scale"])
+        assert card.support_calibrated == pytest.approx(q, abs=1e-3)
+        assert card.stance == side(card.support_calibrated, stance["unclear"])
+        assert card.stance_confidence == pytest.approx(max(q, 1 - q), abs=1e-3)
+
+
 def test_a_second_setup_keeps_what_is_sound(fresh) -> None:
     from perspectrum.train import prepare
 
@@ -103,13 +122,13 @@ def test_a_first_run_keeps_the_dev_choices_for_its_system(fresh) -> None:
 def test_json_schema_is_stable_and_round_trips(fresh) -> None:
     result = fresh[3].discover(CLAIM)
     data = json.loads(result.to_json())
-    assert data["schema"] == 1 and data["claim"] == CLAIM and data["system"] == "light"
+    assert data["schema"] == 2 and data["claim"] == CLAIM and data["system"] == "light"
     assert set(data) == {"schema", "claim", "system", "perspectives", "timings", "notice"}
     assert data["notice"] is None and data["perspectives"]
     for found in data["perspectives"]:
         assert set(found) == {"text", "id", "stance", "support_probability", "stance_confidence", "relevance",
-                              "phrasings", "evidence"}
-        assert found["stance"] in ("support", "undermine")
+                              "phrasings", "evidence", "support_calibrated"}
+        assert found["stance"] in ("support", "undermine", "unclear")
         assert 0.5 <= found["stance_confidence"] <= 1.0
         assert found["phrasings"][0]["id"] == found["id"] and found["text"] == PERSPECTIVES[found["id"]]
         for phrasing in found["phrasings"]:
@@ -157,7 +176,7 @@ def test_cli_discover_json_and_table(fresh) -> None:
     as_json = runner.invoke(app, [*args, "--json", "--top", "2"], env={"COLUMNS": "160"})
     assert as_json.exit_code == 0, as_json.output
     data = json.loads(as_json.stdout)
-    assert data["schema"] == 1 and len(data["perspectives"]) <= 2
+    assert data["schema"] == 2 and len(data["perspectives"]) <= 2
     shown = runner.invoke(app, [*args, "--explain"], env={"COLUMNS": "160"})
     assert shown.exit_code == 0 and "supporting" in shown.stdout and "stage timings" in shown.stdout
 

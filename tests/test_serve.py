@@ -121,7 +121,7 @@ def test_discover_answers_what_the_pipeline_answers_in_the_cli_schema(pipe) -> N
     DiscoveryOut.model_validate(body)  # the documented response model matches what is sent
     expected = json.loads(pipe.discover(CLAIM, top=3).to_json())
     assert without_timings(body) == without_timings(expected)
-    assert body["schema"] == 1 and body["perspectives"] and "trace" not in body
+    assert body["schema"] == 2 and body["perspectives"] and "trace" not in body
     assert set(body["timings"]) == set(expected["timings"])
 
 

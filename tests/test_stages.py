@@ -8,7 +8,7 @@ case small enough to work out by hand.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -212,7 +212,7 @@ def test_retrieve_answers_a_claim_in_another_script_with_a_notice_not_a_search()
 
 def test_stage_settings_are_checked_by_name_and_type() -> None:
     assert configure(Stance, {"threshold": 0.7}).threshold == 0.7
-    with pytest.raises(PerspectrumError, match=r"unknown setting stance\.treshold \(known: threshold, margin\)"):
+    with pytest.raises(PerspectrumError, match=r"unknown setting stance\.treshold \(known: threshold, margin, scale, unclear\)"):
         configure(Stance, {"treshold": 0.7})
     with pytest.raises(PerspectrumError, match=r"setting stance\.threshold must be a finite number"):
         configure(Stance, {"threshold": "high"})
@@ -306,17 +306,79 @@ def test_config_settings_take_the_models_then_the_pipeline_file_then_the_overrid
     assert settings == {
         "retrieve": {"candidates": 50},
         "relevance": {"floor": 0.4, "weight": 0.2, "relative": True, "threshold": 0.7, "k": 30, "min_keep": 1},
-        "stance": {"margin": 0.1, "threshold": 0.6},
+        "stance": {"margin": 0.1, "scale": 1.0, "unclear": 0.0, "threshold": 0.6},
         "cluster": {"weight": 0.5, "threshold": 0.8},
-        "expand": {"neighbours": 0, "agree": False, "weight": 0.5, "threshold": 0.8, "stance_threshold": 0.6},
+        "expand": {"neighbours": 0, "agree": False, "vote": False, "weight": 0.5, "threshold": 0.8,
+                   "stance_threshold": 0.6},
         "evidence": {"relative": True, "threshold": 0.5, "k": 10, "min_keep": 1, "depth": 20},
         "verify": {"top": 1},
     }
     assert {name: list(values) for name, values in settings.items()} == {
         "retrieve": ["candidates"], "relevance": ["floor", "weight", "relative", "threshold", "k", "min_keep"],
-        "stance": ["margin", "threshold"], "cluster": ["weight", "threshold"],
-        "expand": ["neighbours", "agree", "weight", "threshold", "stance_threshold"],
+        "stance": ["margin", "scale", "unclear", "threshold"], "cluster": ["weight", "threshold"],
+        "expand": ["neighbours", "agree", "vote", "weight", "threshold", "stance_threshold"],
         "evidence": ["relative", "threshold", "k", "min_keep", "depth"], "verify": ["top"]}
     built = [configure(stage, settings[stage.name]) for stage in perspectrum.pipeline.stages.ORDER]
     assert built[4].stance_threshold == 0.6 and built[1].cut == {"relative": True, "threshold": 0.7, "k": 30,
                                                                   "min_keep": 1}
+
+
+def test_calibrated_support_is_half_at_the_threshold_and_the_side_never_moves() -> None:
+    from perspectrum.pipeline.results import calibrated, side
+
+    for threshold in (0.3, 0.5, 0.8):
+        assert calibrated(threshold, threshold, 2.7) == pytest.approx(0.5)
+        for p in (0.01, 0.2, 0.45, 0.55, 0.9, 0.99):
+            for scale in (0.3, 1.0, 4.0):
+                assert (calibrated(p, threshold, scale) >= 0.5) == (p >= threshold)
+    # a steeper scale is surer on both sides; 1 is plain logit shift
+    assert calibrated(0.9, 0.5, 3.0) > calibrated(0.9, 0.5, 1.0) == pytest.approx(0.9)
+    assert calibrated(0.1, 0.5, 3.0) < calibrated(0.1, 0.5, 1.0)
+    assert [side(q, 0.1) for q in (0.3, 0.41, 0.5, 0.59, 0.61)] == ["undermine", "unclear", "unclear", "unclear",
+                                                                  "support"]
+    assert side(0.5, 0.0) == "support" and side(0.49, 0.0) == "undermine"
+
+
+def test_unclear_cards_count_neither_right_nor_wrong_and_calibration_error_by_hand() -> None:
+    from perspectrum.eval.metrics import calibration_bins, calibration_error
+
+    # 4 predictions at 0.95, 3 right; 2 at 0.65, both right: |0.95-0.75|*4/6 + |0.65-1|*2/6
+    conf, right = [0.95] * 4 + [0.65] * 2, [True, True, True, False, True, True]
+    assert calibration_error(conf, right) == pytest.approx(0.2 * 4 / 6 + 0.35 * 2 / 6)
+    assert [(b["count"], b["accuracy"]) for b in calibration_bins(conf, right)] == [(2, 1.0), (4, 0.75)]
+    assert calibration_error([1.0], [True]) == 0.0 and calibration_error([], []) == 0.0
+    # gold: 1, 2 support; 3 undermine. Shown: {1, 2} support (right), {3} unclear leaning support
+    unclear = replace(_found((3,), "unclear", (11,)), support_calibrated=0.55)
+    s = score([_claim()], [Discovery("claim", "test", (_found((1, 2), "support", (10,)), unclear), {})])
+    assert s["wrong_stance"] == 0.0 and s["shown"] == 2 and s["unclear"] == pytest.approx(1 / 2)
+    assert s["t2"]["accuracy"] < 1.0  # T2 still reads the side the unclear card leans to (support: wrong)
+    assert s["both_sides"] == 0.0  # an unclear card is on no side
+
+
+def test_a_mislabelled_member_is_outvoted_by_its_cluster() -> None:
+    from perspectrum.pipeline.stages.base import ClaimState, Group, Member
+    from perspectrum.pipeline.stages.expand import Expand, vote
+
+    kept = [Member(1, 0.8, support=0.9), Member(2, 0.7, support=0.8), Member(3, 0.75, support=0.2),
+            Member(4, 0.1, support=None, added=True), Member(5, 0.3, support=0.3, added=True)]
+    # (0.8·0.9 + 0.7·0.8 + 0.75·0.2) / 2.25 for the three kept ones; the unread paraphrase does not vote
+    assert vote([0, 1, 2, 3], kept, {}) == pytest.approx((0.72 + 0.56 + 0.15) / 2.25)
+    assert vote([0, 1, 2, 3], kept, {}) > 0.6  # the mislabelled member (0.2) is outvoted
+    assert vote([2, 4], kept, {5: 0.9}) == pytest.approx((0.75 * 0.2 + 0.9 * 0.3) / 1.65)  # by similarity
+    assert vote([3], kept, {}) == 0.5  # nothing read
+    # the stage: with vote on (and no paraphrases to read) the cluster's side is its members' vote
+    state = ClaimState("claim", kept=kept[:3], groups=[Group([0, 1, 2], support=0.2)])
+    Expand(weight=0.5, threshold=0.8, stance_threshold=0.5, neighbours=0, vote=True).run([state], None)
+    assert state.groups[0].support > 0.5
+    unchanged = ClaimState("claim", kept=kept[:3], groups=[Group([0, 1, 2], support=0.2)])
+    Expand(weight=0.5, threshold=0.8, stance_threshold=0.5, neighbours=0).run([unchanged], None)
+    assert unchanged.groups[0].support == 0.2
+
+
+def test_a_card_whose_top_paragraph_argues_the_other_side_is_counted() -> None:
+    # gold: cluster {1, 2} supports with paragraph 10; {3} undermines with 11
+    support_with_11 = _found((1, 2), "support", (11, 10))  # its top paragraph argues for the undermining side
+    s = score([_claim()], [Discovery("claim", "test", (support_with_11, _found((3,), "undermine", (11,))), {})])
+    assert s["opposite_evidence"] == pytest.approx(1 / 2) and s["evidenced_cards"] == 2
+    right = score([_claim()], [Discovery("claim", "test", (_found((1, 2), "support", (10,)),), {})])
+    assert right["opposite_evidence"] == 0.0

@@ -26,7 +26,9 @@ def discover_cli(
     claim: Annotated[str, typer.Argument(help="The claim to find perspectives on (≤ 1,000 characters).")],
     top: Annotated[Optional[int], typer.Option("--top", min=1, help="Show at most N perspectives.")] = None,
     no_evidence: NoEvidence = False,
-    explain: Annotated[bool, typer.Option("--explain", help="Also show per-stage timings and scores.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Also show ids, scores and per-stage timings.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Show each evidence paragraph whole, not only the window "
+                                                      "that states the perspective.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema in docs/discover.md).")] = False,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
@@ -44,13 +46,14 @@ def discover_cli(
     light stance head.
     """
     _claim(claim)  # a bad claim exits 2 before anything loads
-    discover(claim, top=top, with_evidence=not no_evidence, explain=explain, as_json=as_json, data_dir=data_dir,
+    discover(claim, top=top, with_evidence=not no_evidence, explain=explain, full=full, as_json=as_json,
+             data_dir=data_dir,
              index_dir=index_dir, models_dir=models_dir, verify=not no_verify, perspectives=perspectives,
              evidence=evidence, backend=backend.value, milvus_uri=milvus_uri)
 
 
 def discover(claim: str, top: int | None = None, with_evidence: bool = True, explain: bool = False,
-             as_json: bool = False, data_dir: Path | None = None, index_dir: Path | None = None,
+             full: bool = False, as_json: bool = False, data_dir: Path | None = None, index_dir: Path | None = None,
              models_dir: Path | None = None, verify: bool = True, perspectives: Path | None = None,
              evidence: Path | None = None, backend: str = "embedded", milvus_uri: str | None = None) -> None:
     """Discover the perspectives on ``claim`` and print them as a debate (or JSON), with
@@ -68,7 +71,7 @@ def discover(claim: str, top: int | None = None, with_evidence: bool = True, exp
     if result.notice:
         console.print(literal(result.notice), soft_wrap=True)  # one line, as promised
     else:
-        console.print(debate(result))
+        console.print(debate(result, full=full, internals=explain))
     if explain:
         for part in explained(result):
             console.print(part)

@@ -1,9 +1,11 @@
 """How `perspectrum discover` shows a :class:`~perspectrum.pipeline.pipeline.Discovery` to a person.
 
-Supporting and undermining perspectives stand side by side, as a debate is read; each
-shows its representative, its other phrasings, how sure the models are, and its best
-evidence window highlighted inside the paragraph (trimmed around the window, so a long
-paragraph does not drown the page; the rest is in ``--json``).
+Supporting and undermining perspectives stand side by side, as a debate is read, and
+those whose side the models cannot tell stand apart below them ("side unclear"), never
+forced onto a side. Each card shows its representative, its side and calibrated
+confidence, its other phrasings, and the 3-sentence window of its best evidence paragraph
+that states it (the whole paragraph with ``--full``; the rest is in ``--json``). Ids and
+the ranker's and verifier's scores are internals: shown only with ``--explain``.
 
 Everything shown here comes from outside: the claim, the pools' texts and ids, model
 cards. It is shown literally: as :class:`~rich.text.Text`, never parsed as rich markup
@@ -37,14 +39,19 @@ SHOWN_EVIDENCE = 1
 EXPLAINED = 25
 
 
-def _evidence(hit: EvidenceHit) -> Text:
-    """The paragraph with its best window highlighted, trimmed to the window's context."""
+def _evidence(hit: EvidenceHit, full: bool = False, internals: bool = False) -> Text:
+    """The window of the paragraph that states the perspective, highlighted; with ``full``,
+    the whole paragraph around it; with ``internals``, the paragraph's id and scores first.
+    A paragraph whose window could not be placed shows its first :data:`CONTEXT` × 2
+    characters (all of it with ``full``)."""
     text = hit.text
-    start, end = (hit.window_start, hit.window_end) if hit.window_start is not None else (0, min(len(text), 2 * CONTEXT))
-    left, right = max(0, start - CONTEXT), min(len(text), end + CONTEXT)
-    out = literal(f"[{hit.id}] ", style="dim")
-    out.append(f"p={hit.probability:.2f} " + (f"window={hit.window_score:.2f} " if hit.window_score is not None else ""),
-               style="dim")
+    placed = hit.window_start is not None and hit.window_end is not None
+    start, end = (hit.window_start, hit.window_end) if placed else (0, len(text) if full else min(len(text), 2 * CONTEXT))
+    left, right = (0, len(text)) if full else (start, end)
+    out = Text()
+    if internals:
+        out.append(f"[{printable(str(hit.id))}] p={hit.probability:.2f} "
+                   + (f"window={hit.window_score:.2f} " if hit.window_score is not None else ""), style="dim")
     out.append(("…" if left else "") + printable(text[left:start]), style="")
     if hit.window_start is not None:  # «» keep the highlight visible where colour is not (logs, pipes)
         out.append("«" + printable(text[start:end]) + "»", style="bold yellow")
@@ -54,29 +61,49 @@ def _evidence(hit: EvidenceHit) -> Text:
     return out
 
 
-def _perspective(found: DiscoveredPerspective) -> RenderableType:
-    colour = "green" if found.stance == "support" else "red"
-    parts: list[RenderableType] = [literal(found.text, style="bold"),
-                                   literal(f"relevance {found.relevance:.2f} · {found.stance} "
-                                           f"confidence {found.stance_confidence:.0%} · id {found.id}", style="dim")]
+#: Border colour of a card by the side it is shown on.
+COLOUR = {"support": "green", "undermine": "red", "unclear": "yellow"}
+
+
+def _side(found: DiscoveredPerspective) -> str:
+    """How sure the models are of the card's side, in words a reader can check."""
+    if found.stance == "unclear":
+        lean = "support" if found.leans_support else "undermine"
+        return f"side unclear (leans {lean}, {found.stance_confidence:.0%})"
+    return f"{'supports' if found.stance == 'support' else 'undermines'} the claim: {found.stance_confidence:.0%} sure"
+
+
+def _perspective(found: DiscoveredPerspective, full: bool = False, internals: bool = False) -> RenderableType:
+    facts = _side(found) + (f" · relevance {found.relevance:.2f} · id {printable(str(found.id))}" if internals else "")
+    parts: list[RenderableType] = [literal(found.text, style="bold"), literal(facts, style="dim")]
     others = found.phrasings[1:]
     if others:
         parts.append(literal("also: " + " | ".join(p.text for p in others), style="italic"))
-    parts += [_evidence(hit) for hit in found.evidence[:SHOWN_EVIDENCE]]
+    parts += [_evidence(hit, full, internals) for hit in found.evidence[:SHOWN_EVIDENCE]]
     if len(found.evidence) > SHOWN_EVIDENCE:
         parts.append(Text(f"+{len(found.evidence) - SHOWN_EVIDENCE} more paragraphs (see --json)", style="dim"))
-    return Panel(Group(*parts), border_style=colour)
+    return Panel(Group(*parts), border_style=COLOUR[found.stance])
 
 
-def debate(result: Discovery) -> Table:
-    """The two sides of the claim as one table: supporting left, undermining right."""
+def debate(result: Discovery, full: bool = False, internals: bool = False) -> RenderableType:
+    """The two sides of the claim as one table, supporting left and undermining right, and
+    the perspectives whose side is unclear below it. ``full`` shows whole evidence
+    paragraphs, ``internals`` ids and scores (``--explain``)."""
     title = f"“{result.claim}” · {len(result.perspectives)} perspectives · {result.system} models"
     table = Table(title=literal(title, style="table.title"), expand=True, show_lines=False, box=None, padding=(0, 1))
     table.add_column(f"supporting ({len(result.supporting)})", style="green", ratio=1)
     table.add_column(f"undermining ({len(result.undermining)})", style="red", ratio=1)
     for left, right in zip_longest(result.supporting, result.undermining):
-        table.add_row(_perspective(left) if left else "", _perspective(right) if right else "")
-    return table
+        table.add_row(_perspective(left, full, internals) if left else "",
+                      _perspective(right, full, internals) if right else "")
+    if not result.unclear:
+        return table
+    unclear = Table(expand=True, box=None, padding=(0, 1))
+    unclear.add_column(f"side unclear ({len(result.unclear)}): the models cannot tell which side these take",
+                       style="yellow")
+    for found in result.unclear:
+        unclear.add_row(_perspective(found, full, internals))
+    return Group(table, unclear)
 
 
 def explain(result: Discovery) -> Iterable[RenderableType]:

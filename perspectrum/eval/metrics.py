@@ -163,6 +163,26 @@ def t5_overall(t1_f1: float, t2_f1: float, t4_f1: float) -> float:
     return t1_f1 * t2_f1 * t4_f1
 
 
+def calibration_bins(confidence: Iterable[float], correct: Iterable[bool], bins: int = 10) -> list[dict[str, float]]:
+    """Predictions grouped by confidence into ``bins`` equal-width bins over [0, 1] (a
+    confidence of exactly 1 falls in the last): each non-empty bin's count, mean
+    confidence and accuracy, what a reliability diagram draws."""
+    rows: list[list[tuple[float, bool]]] = [[] for _ in range(bins)]
+    for c, ok in zip(confidence, correct):
+        rows[min(int(float(c) * bins), bins - 1)].append((float(c), bool(ok)))
+    return [{"low": n / bins, "high": (n + 1) / bins, "count": len(row),
+             "confidence": sum(c for c, _ in row) / len(row), "accuracy": sum(ok for _, ok in row) / len(row)}
+            for n, row in enumerate(rows) if row]
+
+
+def calibration_error(confidence: Iterable[float], correct: Iterable[bool], bins: int = 10) -> float:
+    """Expected calibration error: the count-weighted mean gap between confidence and
+    accuracy over :func:`calibration_bins` (0 for none)."""
+    table = calibration_bins(confidence, correct, bins)
+    total = sum(row["count"] for row in table)
+    return sum(row["count"] * abs(row["confidence"] - row["accuracy"]) for row in table) / total if total else 0.0
+
+
 def overlap_at_k(reference: Sequence[Sequence[object]], candidate: Sequence[Sequence[object]], k: int) -> float:
     """How far two engines agree: the mean over queries of |R ∩ C| / |R|, where R and C
     are the first ``k`` ids of the reference and candidate rankings of one query.

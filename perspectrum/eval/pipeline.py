@@ -34,7 +34,7 @@ import numpy as np
 from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval import offtopic
-from perspectrum.eval.metrics import (ClusterKey, percent, t1_relevance, t2_stance, t3_equivalence, t4_evidence,
+from perspectrum.eval.metrics import (ClusterKey, calibration_bins, calibration_error, percent, t1_relevance, t2_stance, t3_equivalence, t4_evidence,
                                       t5_overall)
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.trained import PAPER_BERT, PAPER_HUMAN
@@ -80,25 +80,46 @@ def score(claims: Sequence[Claim], results: Sequence[Discovery]) -> dict[str, An
     returned, and of gold clusters with evidence matched one to one), ``mixed`` (share
     of returned clusters holding two or more gold perspectives whose gold stances
     differ), ``wrong_stance`` (share of returned gold perspectives shown under the
-    wrong stance), ``both_sides`` (share of claims answered with at least one
-    supporting and one undermining cluster) and ``emptied`` (share answered with nothing).
+    wrong stance; cards shown as "side unclear" left out), ``unclear`` (share of returned
+    clusters shown as "side unclear"), ``opposite_evidence`` (share of the cards on a side
+    with evidence whose top paragraph is gold evidence only of the claim's clusters on the
+    other side), ``calibration_error`` (expected calibration error of
+    the shown confidence over those returned gold perspectives, 10 bins; ``calibration_bins``
+    its table), ``both_sides`` (share of claims answered with at least one supporting and
+    one undermining cluster) and ``emptied`` (share answered with nothing).
     """
     relevant: dict[int, list[int]] = {}
     stance: dict[tuple[int, int], bool] = {}
     same: dict[int, set[tuple[int, int]]] = {}
     evidence_all: dict[ClusterKey, list[int]] = {}
     matched: set[ClusterKey] = set()
-    mixed = multi = shown = wrong = both = emptied = 0
+    mixed = multi = shown = wrong = both = emptied = cards = unclear = evidenced = opposite = 0
+    confidences: list[float] = []
+    correct: list[bool] = []
     for claim, result in zip(claims, results):
         groups = [[int(p.id) for p in found.phrasings] for found in result.perspectives]
         relevant[claim.cid] = [pid for group in groups for pid in group]
         gold_stance = {pid: k.stance == "SUPPORT" for k in reversed(claim.clusters) for pid in k.pids}
+        argues = {}  # paragraph -> the gold sides it is evidence for
+        for k in claim.clusters:
+            for e in k.evidence:
+                argues.setdefault(int(e), set()).add(k.stance == "SUPPORT")
         for found, group in zip(result.perspectives, groups):
-            says = found.stance == "support"
+            if found.evidence and found.stance != "unclear":
+                evidenced += 1
+                sides = argues.get(int(found.evidence[0].id), set())
+                opposite += sides == {not found.leans_support}
+            says = found.leans_support  # T2 reads the side an unclear card leans to
             stance.update({(claim.cid, pid): says for pid in group})
             golds = [gold_stance[pid] for pid in group if pid in gold_stance]
-            shown += len(golds)
-            wrong += sum(g != says for g in golds)
+            cards += 1
+            if found.stance == "unclear":  # shown on no side: neither right nor wrong to a reader
+                unclear += 1
+            else:
+                shown += len(golds)
+                wrong += sum(g != says for g in golds)
+                confidences += [found.stance_confidence] * len(golds)
+                correct += [g == says for g in golds]
             if len(golds) >= 2:
                 multi += 1
                 mixed += len(set(golds)) > 1
@@ -127,6 +148,10 @@ def score(claims: Sequence[Claim], results: Sequence[Discovery]) -> dict[str, An
                      "clusters": sum(key in matched for key in with_evidence) / max(1, len(with_evidence))},
         "mixed": mixed / max(1, multi), "mixed_of": multi,
         "wrong_stance": wrong / max(1, shown), "shown": shown,
+        "unclear": unclear / max(1, cards), "cards": cards,
+        "opposite_evidence": opposite / max(1, evidenced), "evidenced_cards": evidenced,
+        "calibration_error": calibration_error(confidences, correct),
+        "calibration_bins": calibration_bins(confidences, correct),
         "both_sides": both / n, "emptied": emptied / n,
     }
 
@@ -217,7 +242,12 @@ def evaluate_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "test", bat
         "t5_all": round(scores["t5_all"] * 100, 2),
         "coverage": {k: round(v * 100, 2) for k, v in scores["coverage"].items()},
         "purity": {"mixed_clusters": round(scores["mixed"] * 100, 2), "of_clusters": scores["mixed_of"],
-                   "wrong_stance": round(scores["wrong_stance"] * 100, 2), "of_perspectives": scores["shown"]},
+                   "wrong_stance": round(scores["wrong_stance"] * 100, 2), "of_perspectives": scores["shown"],
+                   "unclear_cards": round(scores["unclear"] * 100, 2), "of_cards": scores["cards"],
+                   "opposite_evidence": round(scores["opposite_evidence"] * 100, 2),
+                   "of_evidenced_cards": scores["evidenced_cards"]},
+        "calibration": {"error": round(scores["calibration_error"], 4), "bins": scores["calibration_bins"],
+                        "over": "returned gold perspectives on a side, 10 bins of the shown confidence"},
         "both_sides": round(scores["both_sides"] * 100, 2),
         "emptied": round(scores["emptied"] * 100, 2),
         "offtopic": {"claims": len(offtopic.HELD_OUT), "answered": answered,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -246,3 +247,33 @@ def harness_summary(result: dict[str, Any]) -> list[str]:
     runs = [f"{side} {sum(seconds[side].values()):.1f} s" for side in ("own", "gold") if seconds[side] is not None]
     lines.append(f"seconds: prepare {seconds['prepare']:.1f}, {', '.join(runs)}")
     return lines
+
+
+def plot_reliability(panels: Mapping[str, Sequence[Mapping[str, float]]], path: str | Path) -> Path:
+    """A reliability diagram: for each named table of :func:`perspectrum.eval.metrics.calibration_bins`
+    (the shown confidence against how often the side shown was right), accuracy by mean
+    confidence per bin, with each bin's count; the diagonal is perfect calibration."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(5.2, 5.0), dpi=120)
+    axis.plot([0.5, 1.0], [0.5, 1.0], color="#888888", linestyle="--", linewidth=1, label="calibrated")
+    for (name, bins), marker in zip(panels.items(), "os^D"):
+        xs = [b["confidence"] for b in bins]
+        ys = [b["accuracy"] for b in bins]
+        axis.plot(xs, ys, marker=marker, label=name)
+        for x, y, b in zip(xs, ys, bins):
+            axis.annotate(str(b["count"]), (x, y), textcoords="offset points", xytext=(4, -10), fontsize=7)
+    axis.set_xlim(0.45, 1.0)
+    axis.set_ylim(0.0, 1.02)
+    axis.set_xlabel("shown confidence (mean per bin)")
+    axis.set_ylabel("share on the side shown (gold)")
+    axis.legend(loc="lower right", fontsize=8)
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    out = Path(path)
+
+    def write(tmp: Path) -> None:
+        figure.savefig(tmp, format="png")
+
+    atomic_write(out, write)
+    plt.close(figure)
+    return out

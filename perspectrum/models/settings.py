@@ -123,12 +123,19 @@ class StanceSettings(StageSettings):
         margin: a member is confident (side ±1) when its P(support) is at least this
             far from ``threshold``; 0 makes every member confident, so clusters split
             strictly by side. Chosen on dev.
+        scale: temperature scaling of the shown confidence, fitted on dev's gold pairs:
+            calibrated P(support) = σ(scale · (logit P(support) − logit threshold)), so it
+            is 0.5 exactly at the threshold and the side never changes (1: unfitted).
+        unclear: a perspective whose calibrated P(support) is within this of 0.5 is shown
+            as "side unclear" rather than forced onto a side (0: never). Chosen on dev.
     """
 
     name: ClassVar[str] = "stance"
     model: ClassVar[str | None] = "stance"
     threshold: float = setting(chosen=MODEL)
     margin: float = setting(0.0, chosen=PIPELINE)
+    scale: float = setting(1.0, chosen=PIPELINE)
+    unclear: float = setting(0.0, chosen=PIPELINE)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,6 +166,10 @@ class ExpandSettings(StageSettings):
         neighbours: pool neighbours of each cluster's centroid read by the model (0: off).
         agree: read each admitted paraphrase's stance and keep it only when it falls on
             its cluster's side of ``stance_threshold`` (the stance stage's unless given).
+        vote: read each admitted paraphrase's stance, admit it whatever its side, and decide
+            each cluster's P(support) from all its members and paraphrases, each weighted by
+            its relevance to the claim (a paraphrase by its similarity to the cluster), so one
+            mislabelled member is outvoted by the rest (``agree`` is then not applied).
     """
 
     name: ClassVar[str] = "expand"
@@ -166,6 +177,7 @@ class ExpandSettings(StageSettings):
     threshold: float = setting(follows=("cluster", "threshold"))
     neighbours: int = setting(0, chosen=PIPELINE)
     agree: bool = setting(False, chosen=PIPELINE)
+    vote: bool = setting(False, chosen=PIPELINE)
     stance_threshold: float = setting(follows=("stance", "threshold"))
 
 

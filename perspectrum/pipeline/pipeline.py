@@ -47,7 +47,8 @@ from perspectrum.pipeline.results import (
     Discovery,
     EvidenceHit,
     Phrasing,
-    confidence,
+    calibrated,
+    side,
 )
 from perspectrum.models.scorers import Scorers
 from perspectrum.models.settings import PIPELINE, check_settings, defaults, followed
@@ -426,7 +427,7 @@ class Pipeline:
 
     def _result(self, state: ClaimState, ready: _Ready, timings: dict[str, float], top: int | None,
                 with_evidence: bool, explain: bool) -> Discovery:
-        threshold = ready.settings["stance"]["threshold"]
+        stance = ready.settings["stance"]
         text = ready.context.perspective_text
         found = []
         for group in state.groups:
@@ -434,11 +435,12 @@ class Pipeline:
                                        None if m.support is None else round(m.support, 4))
                               for m in (state.kept[i] for i in group.members))
             p = group.support
+            q = calibrated(p, stance["threshold"], stance["scale"])
             found.append(DiscoveredPerspective(
-                text=phrasings[0].text, id=phrasings[0].id, stance="support" if p >= threshold else "undermine",
-                support_probability=round(p, 4), stance_confidence=round(confidence(p, threshold), 4),
+                text=phrasings[0].text, id=phrasings[0].id, stance=side(q, stance["unclear"]),
+                support_probability=round(p, 4), stance_confidence=round(max(q, 1.0 - q), 4),
                 relevance=phrasings[0].relevance, phrasings=phrasings,
-                evidence=tuple(group.evidence) if with_evidence else ()))
+                evidence=tuple(group.evidence) if with_evidence else (), support_calibrated=round(q, 4)))
         found.sort(key=lambda f: -f.relevance)
         trace = None
         if explain:

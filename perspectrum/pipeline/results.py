@@ -7,12 +7,17 @@ benchmark) can read results without importing the pipeline's machinery.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-#: Version of :meth:`Discovery.to_dict`'s layout; bumped on any incompatible change.
-SCHEMA_VERSION = 1
+#: Version of :meth:`Discovery.to_dict`'s layout; bumped on any incompatible change
+#: (2: ``stance`` may be ``"unclear"``, ``stance_confidence`` is calibrated on dev, and
+#: ``support_calibrated`` is new).
+SCHEMA_VERSION = 2
+#: The sides a perspective is shown on, in the order they are shown.
+STANCES = ("support", "undermine", "unclear")
 #: What :meth:`Discovery.to_json` writes as ``\uXXXX`` beyond what ``json.dumps`` escapes
 #: (C0 controls, quote, backslash): DEL and the C1 controls (U+009B starts an escape
 #: sequence on many terminals), U+2028/U+2029 (line breaks to JavaScript and many
@@ -59,9 +64,13 @@ class DiscoveredPerspective:
     """A cluster of equivalent perspectives: its representative, stance and evidence.
 
     Every member whose stance the model read with confidence is on the cluster's side
-    (clusters never join confident opposites). ``stance_confidence`` rescales
-    P(support) around the dev-tuned threshold: 0.5 at the threshold, 1.0 at 0 or 1, so
-    it reads the same for either stance.
+    (clusters never join confident opposites). ``support_probability`` is the models'
+    P(support) for the cluster; ``support_calibrated`` the same made a probability on dev
+    (:func:`calibrated`: of the dev perspectives shown at 80 %, about 80 % support the
+    claim); ``stance_confidence`` is how likely the side it leans to is right (at least
+    0.5). ``stance`` is ``"support"``, ``"undermine"`` or, when the calibrated
+    probability is too close to 0.5 to say (the stance stage's ``unclear`` band),
+    ``"unclear"``.
     """
 
     text: str
@@ -72,6 +81,13 @@ class DiscoveredPerspective:
     relevance: float
     phrasings: tuple[Phrasing, ...]
     evidence: tuple[EvidenceHit, ...]
+    support_calibrated: float = 0.5
+
+    @property
+    def leans_support(self) -> bool:
+        """The side the perspective leans to: its side, or for an unclear one, the side of 0.5
+        its calibrated P(support) is on."""
+        return self.stance == "support" or (self.stance == "unclear" and self.support_calibrated >= 0.5)
 
 
 @dataclass(frozen=True)
@@ -99,6 +115,11 @@ class Discovery:
     def undermining(self) -> list[DiscoveredPerspective]:
         return [p for p in self.perspectives if p.stance == "undermine"]
 
+    @property
+    def unclear(self) -> list[DiscoveredPerspective]:
+        """Perspectives whose side the models cannot tell (shown apart, never on a side)."""
+        return [p for p in self.perspectives if p.stance == "unclear"]
+
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON layout documented in the README (``schema`` = its version)."""
         out = {"schema": SCHEMA_VERSION, **asdict(self)}
@@ -120,8 +141,20 @@ def safe_json(data: Any, indent: int | None = 2) -> str:
     return _UNSAFE_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
-def confidence(p: float, threshold: float) -> float:
-    """P(support) rescaled around ``threshold``: 0.5 there, 1.0 at 0 or 1."""
-    if p >= threshold:
-        return 0.5 + 0.5 * (p - threshold) / max(1e-9, 1.0 - threshold)
-    return 0.5 + 0.5 * (threshold - p) / max(1e-9, threshold)
+def calibrated(p: float, threshold: float, scale: float = 1.0) -> float:
+    """P(support) made a probability by temperature scaling around ``threshold``:
+    σ(scale · (logit p − logit threshold)), 0.5 exactly at the threshold (so the side is
+    the threshold's), steeper or flatter by ``scale`` (fitted on dev's gold pairs)."""
+    return 1.0 / (1.0 + math.exp(-scale * (_logit(p) - _logit(threshold))))
+
+
+def _logit(p: float) -> float:
+    p = min(max(float(p), 1e-6), 1.0 - 1e-6)
+    return math.log(p / (1.0 - p))
+
+
+def side(q: float, unclear: float) -> str:
+    """The side shown for calibrated P(support) ``q``: ``"unclear"`` within ``unclear`` of 0.5."""
+    if abs(q - 0.5) < unclear:
+        return "unclear"
+    return "support" if q >= 0.5 else "undermine"

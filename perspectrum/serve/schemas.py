@@ -85,16 +85,18 @@ class EvidenceOut(BaseModel):
 class PerspectiveOut(BaseModel):
     text: str
     id: int | str
-    stance: Literal["support", "undermine"]
-    support_probability: float
-    stance_confidence: float = Field(description="0.5 at the dev-tuned threshold, 1.0 at 0 or 1")
+    stance: Literal["support", "undermine", "unclear"] = Field(
+        description="unclear: the calibrated P(support) is too close to 0.5 to show a side")
+    support_probability: float = Field(description="the models' P(support) for the cluster")
+    stance_confidence: float = Field(description="calibrated on dev: how likely the side it leans to is right (≥ 0.5)")
     relevance: float
     phrasings: list[PhrasingOut]
     evidence: list[EvidenceOut]
+    support_calibrated: float = Field(description="P(support) calibrated on dev; ≥ 0.5 leans to support")
 
 
 class DiscoveryOut(BaseModel):
-    """What ``discover --json`` prints (schema 1, in the README)."""
+    """What ``discover --json`` prints (schema 2, in docs/discover.md)."""
 
     model_config = ConfigDict(populate_by_name=True)
 

@@ -51,6 +51,62 @@ T5_SLACK = 0.5
 MAX_EMPTIED = 0.01
 #: Letter-salad claims added to :data:`perspectrum.eval.offtopic.TUNE` when choosing the floor.
 SALAD = 24
+#: Most of dev's gold (claim, perspective) pairs the "side unclear" band may hold: the
+#: widest band around calibrated 0.5 that holds no more is chosen.
+MAX_UNCLEAR = 0.10
+#: Half-widths of the "side unclear" band tried, around calibrated P(support) 0.5.
+UNCLEAR_BANDS = tuple(round(0.01 * n, 2) for n in range(0, 31))
+
+
+def stance_calibration(dataset: Dataset, pipe: Pipeline, split: str = "dev") -> dict[str, Any]:
+    """Fit the shown confidence on ``split``'s gold (claim, perspective) pairs and choose the
+    "side unclear" band: temperature scaling around the stance threshold (one number, so
+    the side never moves; fitted by likelihood), then the widest band around calibrated 0.5
+    holding at most :data:`MAX_UNCLEAR` of the pairs. Returns the settings and what they did
+    on ``split`` (expected calibration error before and after, accuracy inside and outside
+    the band)."""
+    from scipy.optimize import minimize_scalar
+
+    from perspectrum.eval.metrics import calibration_error
+    from perspectrum.pipeline.results import calibrated
+
+    if split == "test":
+        raise PerspectrumError("the stance calibration is fitted on dev, never on test")
+    pairs, gold = [], []
+    for claim in dataset.split(split):
+        for cluster in claim.clusters:
+            for pid in cluster.pids:
+                pairs.append((claim.text, dataset.perspectives[pid].text))
+                gold.append(cluster.stance == "SUPPORT")
+    threshold = float(pipe.settings["stance"]["threshold"])
+    support = np.asarray(pipe.scorers.stance(pairs), dtype=np.float64)
+    labels = np.asarray(gold, dtype=bool)
+    clipped = np.clip(support, 1e-6, 1 - 1e-6)
+    x = np.log(clipped / (1 - clipped)) - np.log(threshold / (1 - threshold))
+
+    def loss(scale: float) -> float:
+        q = np.clip(1.0 / (1.0 + np.exp(-scale * x)), 1e-9, 1 - 1e-9)
+        return float(-np.mean(np.where(labels, np.log(q), np.log(1 - q))))
+
+    scale = float(minimize_scalar(loss, bounds=(0.05, 20.0), method="bounded").x)
+    q = np.array([calibrated(p, threshold, scale) for p in support])
+    raw = np.array([calibrated(p, threshold, 1.0) for p in support])
+    right = (q >= 0.5) == labels
+    share = {band: float(np.mean(np.abs(q - 0.5) < band)) for band in UNCLEAR_BANDS}
+    unclear = max(band for band in UNCLEAR_BANDS if share[band] <= MAX_UNCLEAR)
+    inside = np.abs(q - 0.5) < unclear
+    return {
+        "settings": {"scale": round(scale, 4), "unclear": unclear},
+        "pairs": len(pairs), "threshold": threshold,
+        "ece_before": round(calibration_error(np.maximum(raw, 1 - raw), right), 4),
+        "ece_after": round(calibration_error(np.maximum(q, 1 - q), right), 4),
+        "accuracy": round(float(right.mean()) * 100, 2),
+        "unclear_share": round(float(inside.mean()) * 100, 2),
+        "accuracy_inside_band": round(float(right[inside].mean()) * 100, 2) if inside.any() else None,
+        "accuracy_outside_band": round(float(right[~inside].mean()) * 100, 2) if (~inside).any() else None,
+        "rule": f"scale: likelihood on {split}'s gold pairs; unclear: the widest band holding at most "
+                f"{MAX_UNCLEAR:.0%} of them",
+    }
 
 
 class CachingScorers:
@@ -221,6 +277,8 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
             rows += [trial(margin, n, cut + step) for step in raises for n in neighbours if (step, n) != (0.0, 0)]
             chosen = pick(rows)
     settings = chosen["settings"]
+    calibration = stance_calibration(dataset, pipe, split)
+    settings["stance"].update(calibration["settings"])
     folder = settings_folder(pipe)
     held_out = best_relevance(probe, list(offtopic.HELD_OUT))
     record = {
@@ -232,9 +290,10 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
         "floor": {"value": round(floor, 6), "tune": rates, "offtopic_tune": len(off),
                   "held_out": floor_rates(floor, [], held_out), "held_out_best": [round(v, 4) for v in held_out],
                   "real_best": [round(v, 4) for v in real_best], "offtopic_best": [round(v, 4) for v in off_best]},
+        "calibration": calibration,
         "runs": runs,
         "seconds": round(time.perf_counter() - started, 1),
     }
     write_json(folder / PIPELINE_FILE, {"settings": settings, "tuned_on": split, "dev": chosen, "floor": record["floor"]["tune"],
-                                        "rule": record["rule"]})
+                                        "calibration": calibration, "rule": record["rule"]})
     return record

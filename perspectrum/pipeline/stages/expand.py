@@ -8,7 +8,10 @@ against the representative; one at or above the clustering threshold joins the
 cluster it fits best. With ``agree`` on, the stance model reads each admitted
 paraphrase and one it would put on the other side of its cluster's stance stays out, so
 expansion never shows a phrasing under a stance the model itself disagrees with;
-otherwise added members take their cluster's stance unread.
+otherwise added members take their cluster's stance unread. With ``vote`` on, every
+admitted paraphrase is read and admitted whatever its side, and the cluster's P(support)
+becomes the weighted mean over all its members (kept ones by relevance, paraphrases by
+their similarity to the cluster): the side is decided by the whole cluster.
 """
 
 from __future__ import annotations
@@ -20,12 +23,34 @@ from perspectrum.models.settings import ExpandSettings
 from perspectrum.pipeline.stages.base import ClaimState, Context, Member
 
 
+def vote(members: list[int], kept: list[Member], similarity: dict[object, float]) -> float:
+    """A cluster's P(support) from every member whose stance was read: the mean weighted by
+    each kept member's relevance and each added paraphrase's similarity to the cluster
+    (weights floored at 0.05, so none is silenced); 0.5 when none was read."""
+    read = [(kept[i].support, similarity.get(kept[i].id, 0.0) if kept[i].added else kept[i].relevance)
+            for i in members if kept[i].support is not None]
+    if not read:
+        return 0.5
+    weights = np.array([max(w, 0.05) for _, w in read])
+    return float(np.dot(weights, [s for s, _ in read]) / weights.sum())
+
+
+def _decide(states: list[ClaimState], similarity: dict[tuple[int, object], float]) -> None:
+    """Every cluster's P(support) by :func:`vote`; ``similarity`` keyed by (claim, paraphrase id)."""
+    for n, state in enumerate(states):
+        own = {doc_id: value for (m, doc_id), value in similarity.items() if m == n}
+        for group in state.groups:
+            group.support = vote(group.members, state.kept, own)
+
+
 class Expand(ExpandSettings):
     """Paraphrases from the pool for every cluster, off when ``neighbours`` is 0 (settings:
     :class:`~perspectrum.models.settings.ExpandSettings`)."""
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         if self.neighbours < 1:
+            if self.vote:
+                _decide(states, {})
             return
         dense, text = context.dense, context.perspective_text
         queries, owners = [], []
@@ -57,15 +82,19 @@ class Expand(ExpandSettings):
             if value >= self.threshold and value > best.get((n, doc_id), (-1.0, -1))[0]:
                 best[(n, doc_id)] = (value, g)
         admitted = sorted(best.items(), key=lambda item: (item[0][0], -item[1][0], str(item[0][1])))
+        similarity: dict[tuple[int, object], float] = {}
         supports: list[float | None] = [None] * len(admitted)
-        if self.agree and admitted:
+        if (self.agree or self.vote) and admitted:
             supports = list(map(float, context.scorers.stance([(states[n].claim, text[doc_id])
                                                                 for (n, doc_id), _ in admitted])))
         for ((n, doc_id), (_, g)), support in zip(admitted, supports):
             state = states[n]
-            if support is not None and (support >= self.stance_threshold) != (
+            if not self.vote and support is not None and (support >= self.stance_threshold) != (
                     state.groups[g].support >= self.stance_threshold):
                 continue
             cosine = float(dense.vectors([doc_id])[0] @ state.vector) if state.vector is not None else 0.0
             state.kept.append(Member(doc_id, cosine, support=support, added=True))
             state.groups[g].members.append(len(state.kept) - 1)
+            similarity[(n, doc_id)] = best[(n, doc_id)][0]
+        if self.vote:
+            _decide(states, similarity)

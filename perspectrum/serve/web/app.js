@@ -16,36 +16,55 @@ function percent(value) {
   return `${Math.round(value * 100)}%`;
 }
 
-// A paragraph with its verifying window (character offsets window_start..window_end) in <mark>.
+// The window of a paragraph that states the perspective (character offsets
+// window_start..window_end) in <mark>; the whole paragraph, window marked, behind a <details>.
 function paragraph(hit) {
   const block = element("blockquote", "evidence");
-  const body = element("p");
   const start = hit.window_start, end = hit.window_end;
-  if (Number.isInteger(start) && Number.isInteger(end) && start < end) {
-    body.append(hit.text.slice(0, start));
-    const mark = element("mark", "", hit.text.slice(start, end));
-    mark.title = `the window that states the perspective (score ${hit.window_score?.toFixed(2) ?? "–"})`;
-    body.append(mark, hit.text.slice(end));
+  const placed = Number.isInteger(start) && Number.isInteger(end) && start < end;
+  const shown = element("p");
+  if (placed) {
+    if (start > 0) shown.append("…");
+    shown.append(element("mark", "", hit.text.slice(start, end)));
+    if (end < hit.text.length) shown.append("…");
+  } else {
+    shown.textContent = hit.text.length > 200 ? `${hit.text.slice(0, 200)}…` : hit.text;
+  }
+  block.append(shown);
+  if (!placed && hit.text.length <= 200) return block;
+  if (placed && start === 0 && end === hit.text.length) return block;
+  const whole = element("details", "whole");
+  whole.append(element("summary", "", "whole paragraph"));
+  const body = element("p");
+  if (placed) {
+    body.append(hit.text.slice(0, start), element("mark", "", hit.text.slice(start, end)), hit.text.slice(end));
   } else {
     body.textContent = hit.text;
   }
-  const about = element("footer", "meta", `paragraph ${hit.id} · ranker ${hit.probability.toFixed(2)}`);
-  block.append(body, about);
+  whole.append(body);
+  block.append(whole);
   return block;
+}
+
+// The card's side in words: "supports the claim: 84% sure", or "side unclear (leans …)".
+function sideText(found) {
+  if (found.stance === "unclear") {
+    const lean = found.support_calibrated >= 0.5 ? "support" : "undermine";
+    return `side unclear (leans ${lean}, ${percent(found.stance_confidence)})`;
+  }
+  return `${found.stance === "support" ? "supports" : "undermines"} the claim: ${percent(found.stance_confidence)} sure`;
 }
 
 function cluster(found) {
   const item = element("li", `cluster ${found.stance}`);
   item.append(element("p", "perspective", found.text));
-  const side = found.stance === "support" ? "support" : "undermine";
   const bar = element("div", "bar");
   bar.setAttribute("role", "img");
-  bar.setAttribute("aria-label", `${side} confidence ${percent(found.stance_confidence)}`);
+  bar.setAttribute("aria-label", sideText(found));
   const fill = element("span", "fill");
   fill.style.width = percent(found.stance_confidence);
   bar.append(fill);
-  item.append(bar, element("p", "meta",
-    `${side} confidence ${percent(found.stance_confidence)} · relevance ${found.relevance.toFixed(2)} · id ${found.id}`));
+  item.append(bar, element("p", "meta", sideText(found)));
   const others = found.phrasings.slice(1);
   if (others.length) {
     const more = element("details", "phrasings");
@@ -73,11 +92,12 @@ function show(result) {
   $("permalink").href = `/?claim=${encodeURIComponent(result.claim)}`;
   $("result-meta").textContent =
     `${result.perspectives.length} perspectives · ${result.system} models · ${result.timings.total.toFixed(2)} s`;
-  for (const side of ["support", "undermine"]) {
+  for (const side of ["support", "undermine", "unclear"]) {
     const list = $(side);
     list.replaceChildren(...result.perspectives.filter((p) => p.stance === side).map(cluster));
     $(`${side}-count`).textContent = `(${list.children.length})`;
-    if (!list.children.length) list.append(element("li", "empty", "none found"));
+    if (side === "unclear") $("unclear-box").hidden = !list.children.length;
+    else if (!list.children.length) list.append(element("li", "empty", "none found"));
   }
   const rows = Object.entries(result.timings).map(([stage, seconds]) => {
     const row = element("tr");

@@ -1,0 +1,86 @@
+"""Who decides a cluster's side: each member against a cannot-link rule, or the whole cluster?
+
+    python -m benchmarks.side_vote --models-dir MODELS [--split dev]
+
+Runs ``discover`` over every claim of the split (dev: every choice is made there) with the
+settings stored beside the models and with variants of them, sharing the models' scores
+across runs (:class:`perspectrum.train.tune_pipeline.CachingScorers`):
+
+- ``stored``: what the models' ``pipeline.json`` holds (the stance margin's cannot-link
+  rule keeps confidently opposite members apart; expansion admits a paraphrase only on its
+  cluster's side);
+- ``vote``: the same clusters, each cluster's side decided by the weighted vote of all its
+  members and of every admitted paraphrase (the expand stage's ``vote``);
+- ``meaning, then vote``: clusters by meaning alone (no cannot-link: stance margin 1), then
+  the vote;
+
+and the same three with the "side unclear" band off. Writes
+``eval/results/side_vote_<split>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from perspectrum._io import write_json
+from perspectrum.data import load_dataset
+from perspectrum.eval.pipeline import score
+from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
+from perspectrum.train.tune_pipeline import CachingScorers
+
+ROOT = Path(__file__).resolve().parents[1]
+
+VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
+    "stored": {},
+    "vote": {"expand": {"vote": True}},
+    "meaning, then vote": {"stance": {"margin": 1.0}, "expand": {"vote": True}},
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models-dir", type=Path, required=True)
+    parser.add_argument("--index-dir", type=Path)
+    parser.add_argument("--split", choices=("dev", "test"), default="dev")
+    parser.add_argument("--out", type=Path, default=ROOT / "eval" / "results")
+    args = parser.parse_args()
+    dataset = load_dataset()
+    claims = dataset.split(args.split)
+    pipe = Pipeline.load(index_dir=args.index_dir, models_dir=args.models_dir)
+    pipe.warm_up()
+    cached = CachingScorers(pipe.scorers)
+    rows = []
+    for name, overrides in VARIANTS.items():
+        for band in (None, 0.0):
+            changes = {stage: dict(values) for stage, values in overrides.items()}
+            if band is not None:
+                changes.setdefault("stance", {})["unclear"] = band
+            run = pipe.with_config(PipelineConfig(**{**pipe.config.to_dict(), "overrides": changes}), cached)
+            started = time.perf_counter()
+            results = []
+            for start in range(0, len(claims), 16):
+                results += run.discover_many([c.text for c in claims[start:start + 16]])
+            s = score(claims, results)
+            rows.append({
+                "variant": name + ("" if band is None else ", no unclear band"), "overrides": changes,
+                "t1": round(s["t1"]["f1"] * 100, 2), "t2_accuracy": round(s["t2"]["accuracy"] * 100, 2),
+                "t3": round(s["t3"]["f1"] * 100, 2), "t4": round(s["t4"]["f1"] * 100, 2),
+                "t5_found": round(s["t5"] * 100, 2), "t5_strict": round(s["t5_all"] * 100, 2),
+                "wrong_side": round(s["wrong_stance"] * 100, 2), "unclear_cards": round(s["unclear"] * 100, 2),
+                "mixed_clusters": round(s["mixed"] * 100, 2), "both_sides": round(s["both_sides"] * 100, 2),
+                "opposite_evidence": round(s["opposite_evidence"] * 100, 2),
+                "calibration_error": round(s["calibration_error"], 4),
+                "seconds": round(time.perf_counter() - started, 1),
+            })
+            print(json.dumps(rows[-1]))
+    write_json(args.out / f"side_vote_{args.split}.json",
+               {"command": f"python -m benchmarks.side_vote --models-dir MODELS --split {args.split}",
+                "models": pipe.system, "split": args.split, "stored_settings": pipe.settings, "runs": rows})
+
+
+if __name__ == "__main__":
+    main()
