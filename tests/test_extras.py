@@ -25,7 +25,8 @@ EXTRA_MODULES = {
 }
 #: Modules that need an extra to import at all; every other module imports on the core install.
 NEEDS_EXTRA = {"perspectrum.serve.app": "serve", "perspectrum.serve.guard": "serve", "perspectrum.serve.metrics": "serve",
-               "perspectrum.serve.schemas": "serve", "perspectrum.eval.argmining": "eval"}
+               "perspectrum.serve.schemas": "serve", "perspectrum.serve.connections": "serve",
+               "perspectrum.eval.argmining": "eval"}
 
 #: Run before the code under test: importing any of the extras' modules fails as if not installed.
 BLOCK = """
