@@ -137,16 +137,19 @@ def test_the_page_answers_a_claim_in_two_columns_with_highlighted_evidence(serve
     box = driver.find_element(By.ID, "claim")
     box.send_keys(CLAIM, Keys.ENTER)
     _answered(driver)
-    marks = driver.find_elements(By.CSS_SELECTOR, ".cluster .evidence mark")
+    marks = driver.find_elements(By.CSS_SELECTOR, ".cluster .evidence > p mark")  # the window each card shows
     assert marks and all(m.text.strip() for m in marks)
     paragraph = marks[0].find_element(By.XPATH, "..").text
     assert marks[0].text in paragraph and len(marks[0].text) <= len(paragraph)
+    cards = [c.text for c in driver.find_elements(By.CSS_SELECTOR, ".cluster")]
+    assert cards and not any("ranker" in c or "paragraph 1" in c or " id " in c for c in cards)  # no internals
     assert driver.find_element(By.ID, "result-claim").text == f"“{CLAIM}”"
     permalink = driver.find_element(By.ID, "permalink").get_attribute("href")
     assert permalink == f"{server}/?claim=Animals%20should%20have%20legal%20rights"
     assert driver.current_url == permalink
     bars = driver.find_elements(By.CSS_SELECTOR, ".cluster .bar")
-    assert bars and all("confidence" in b.get_attribute("aria-label") for b in bars)
+    assert bars and all(b.get_attribute("aria-label").endswith("sure") or "side unclear" in b.get_attribute("aria-label")
+                        for b in bars)
     stages = [row.get_attribute("textContent") for row in driver.find_elements(By.CSS_SELECTOR, "#timings tbody th")]
     assert stages[-1] == "total" and "stance" in stages
     fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
