@@ -10,11 +10,14 @@ pipeline and opens every index and model (``Pipeline.warm_up``), as
 ``python -m benchmarks.bench_discover`` measures it: the seconds the process reports for
 that, and its whole wall time. Sides alternate run by run (A B A B …), one run of each
 first to warm the file cache; the figures are medians, and the ratio is taken pair by pair.
+With ``--claims N`` each run also answers the first N dev claims, one at a time, and the
+p50 and p95 of those answers are given per side (over every run's answers).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
@@ -30,12 +33,25 @@ from perspectrum._io import write_json
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(checkout: Path, env: dict[str, str]) -> tuple[float, float]:
-    """(seconds the process reports for import and load, its whole wall seconds)."""
+#: With ``--claims N``: the same process then answers the first N dev claims one at a time,
+#: every stage on, and prints each answer's seconds (public API only, so any version runs it).
+LATENCY = ("\nimport json\nfrom perspectrum.data import load_dataset\nclaims = [c.text for c in "
+           "load_dataset(verify=False).split('dev')[:{n}]]\nseconds = []\nfor claim in claims:\n"
+           "    t = time.perf_counter(); p.discover(claim); seconds.append(time.perf_counter() - t)\n"
+           "print(json.dumps(seconds))")
+
+
+def run(checkout: Path, env: dict[str, str], claims: int = 0) -> tuple[float, float, list[float]]:
+    """(seconds the process reports for import and load, its whole wall seconds, and with
+    ``claims`` each dev claim's answer in seconds)."""
+    code = COLD + (LATENCY.format(n=claims) if claims else "")
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", COLD], cwd=checkout, env=env, check=True, capture_output=True,
-                         text=True).stdout.strip().splitlines()[-1]
-    return float(out), time.perf_counter() - started
+    lines = subprocess.run([sys.executable, "-c", code], cwd=checkout, env=env, check=True, capture_output=True,
+                           text=True).stdout.strip().splitlines()
+    wall = time.perf_counter() - started
+    if claims:
+        return float(lines[-2]), wall, json.loads(lines[-1])
+    return float(lines[-1]), wall, []
 
 
 def main() -> None:
@@ -44,6 +60,8 @@ def main() -> None:
                         metavar=("NAME", "CHECKOUT", "INDEXES", "MODELS", "CACHE"))
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--json", type=Path, required=True)
+    parser.add_argument("--claims", type=int, default=0,
+                        help="also time discover on the first N dev claims in each run (p50 and p95 per side)")
     args = parser.parse_args()
     if len(args.side) != 2:
         parser.error("give exactly two --side")
@@ -55,9 +73,12 @@ def main() -> None:
     for _, checkout, env in sides:  # warm the file cache; not counted
         run(checkout, env)
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in sides}
+    latency: dict[str, list[float]] = {name: [] for name, _, _ in sides}
     for _ in range(args.runs):
         for name, checkout, env in sides:
-            figures[name].append(run(checkout, env))
+            ready, wall, seconds = run(checkout, env, args.claims)
+            figures[name].append((ready, wall))
+            latency[name] += seconds
     (a, _, _), (b, _, _) = sides
     result: dict[str, object] = {
         "command": " ".join(["python -m benchmarks.bench_cold", *sys.argv[1:]]),
@@ -68,6 +89,11 @@ def main() -> None:
         f"{b}/{a}": {"import_and_load": round(float(np.median([y[0] / x[0] for x, y in zip(figures[a], figures[b])])), 4),
                      "process": round(float(np.median([y[1] / x[1] for x, y in zip(figures[a], figures[b])])), 4)},
     }
+    if args.claims:
+        result["latency"] = {name: {"claims_timed": len(values), "p50_s": round(float(np.median(values)), 3),
+                                    "p95_s": round(float(np.percentile(values, 95)), 3)}
+                             for name, values in latency.items()}
+        result["latency"][f"{b}/{a} p50"] = round(float(np.median(latency[b]) / np.median(latency[a])), 4)
     print(result)
     print(f"wrote {write_json(args.json, result)}")
 
