@@ -37,6 +37,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from benchmarks.serve_memory import start_server as serve
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.pipeline.pipeline import Pipeline
@@ -57,28 +58,8 @@ def _answer(body: dict[str, Any]) -> dict[str, Any]:
 def start_server(workers: int, queue: int) -> tuple[subprocess.Popen, str, float]:
     """`perspectrum serve` on a free loopback port: the process, its base URL and the seconds to ready."""
     started = time.perf_counter()
-    command = [sys.executable, "-m", "perspectrum", "serve", "--port", "0", "--workers", str(workers),
-               "--queue", str(queue)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    env.pop("PERSPECTRUM_TOKEN", None)
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    line = process.stdout.readline()
-    if not line.startswith("serving http://"):
-        process.kill()
-        raise SystemExit(f"the server did not start: {line!r}")
-    base = line.split()[1].rstrip("/")
-    while True:
-        try:
-            health = httpx.get(f"{base}/health", timeout=5)
-            if health.status_code == 200:
-                return process, base, time.perf_counter() - started
-            if health.json()["status"] == "failed":
-                raise SystemExit(f"the server failed to load: {health.json()['error']}")
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None:
-            raise SystemExit("the server exited while loading")
-        time.sleep(0.5)
+    process, base = serve(["--workers", str(workers), "--queue", str(queue)])
+    return process, base, time.perf_counter() - started
 
 
 def main() -> None:
