@@ -41,6 +41,7 @@ from perspectrum.models.rules import average_linkage, blend, keep, ranked
 from perspectrum.models.scorers import CROSS_ENCODED
 from perspectrum.models.settings import MODELS
 from perspectrum.index.search import Hit
+from perspectrum.text.polarity import is_restrictive, negate
 
 #: Dense candidates per claim for T1 (they cover 77.9 % of dev gold clusters; `evaluate --system ir` curves).
 RELEVANCE_DEPTH = 50
@@ -166,6 +167,44 @@ def centre_by_claim(scores: Mapping[tuple[int, int], float]) -> dict[tuple[int, 
 def stance_predict(scores: Mapping[tuple[int, int], float], setting: Mapping[str, Any]) -> dict[tuple[int, int], bool]:
     values = centre_by_claim(scores) if setting["centre"] else scores
     return {key: score >= setting["threshold"] for key, score in values.items()}
+
+
+def polarity_check(models: Sequence[CrossEncoderModel], dataset: Dataset, claims: Sequence[Claim],
+                   setting: Mapping[str, Any], show_progress: bool = False) -> dict[str, Any]:
+    """Does the stance model read what a claim proposes, or only its subject?
+
+    Accuracy on every gold (claim, perspective) pair of ``claims`` (``overall``), on the
+    claims that ban, abolish, limit or end something or are stated negatively
+    (``restrictive``, :func:`~perspectrum.text.polarity.is_restrictive`), and on the claims'
+    negations with every label flipped (``negated``, :func:`~perspectrum.text.polarity.negate`),
+    all at the model's own ``setting``. ``polarity`` pools the last two; ``gap`` is how many
+    points it lies below ``overall`` (the issue's target: at most 3).
+    """
+    gold = {(c.cid, pid): k.stance == "SUPPORT" for c in claims for k in reversed(c.clusters) for pid in k.pids}
+    scores = stance_scores(models, dataset, claims, show_progress)
+    opposite = {c.cid: negate(c.text) for c in claims}
+    keys = [(c.cid, pid) for c in claims if opposite[c.cid] for k in c.clusters for pid in k.pids]
+    pairs = [claim_perspective_input(opposite[cid], dataset.perspectives[pid].text) for cid, pid in keys]
+    flipped = np.zeros(len(pairs))
+    for member in models:
+        flipped += _timed_score(member, pairs, show_progress, "stance (negated claims)", None)
+    flipped_scores = {(-cid - 1, pid): float(s) for (cid, pid), s in zip(keys, flipped / max(1, len(models)))}
+    said = stance_predict(scores, setting) | stance_predict(flipped_scores, setting)
+    right = {key: said[key] == gold[key] for key in scores}
+    right |= {key: said[key] != gold[(-key[0] - 1, key[1])] for key in flipped_scores}
+    restrictive = {c.cid for c in claims if is_restrictive(c.text)}
+    groups = {
+        "overall": [r for (cid, _), r in right.items() if cid >= 0],
+        "restrictive": [r for (cid, _), r in right.items() if cid in restrictive],
+        "negated": [r for (cid, _), r in right.items() if cid < 0],
+    }
+    groups["polarity"] = groups["restrictive"] + groups["negated"]
+    out: dict[str, Any] = {name: {"accuracy": round(100 * sum(rows) / max(1, len(rows)), 2), "pairs": len(rows)}
+                           for name, rows in groups.items()}
+    out["claims"] = {"all": len(claims), "restrictive": len(restrictive), "negated": sum(map(bool, opposite.values()))}
+    out["gap"] = round(out["overall"]["accuracy"] - out["polarity"]["accuracy"], 2)
+    out["examples"] = [[c.text, opposite[c.cid]] for c in claims[:5] if opposite[c.cid]]
+    return out
 
 
 # ----------------------------------------------------------------------------- T3

@@ -15,6 +15,7 @@ from itertools import combinations
 from perspectrum.data import Claim, Cluster, Dataset
 from perspectrum.encoders.cross_encoder import Pair
 from perspectrum.models.inputs import claim_perspective_input, equivalence_input
+from perspectrum.text.polarity import negate
 
 
 @dataclass
@@ -93,6 +94,23 @@ def stance_examples(dataset: Dataset, claims: Sequence[Claim], soft: bool = True
             target = stance_target(cluster, soft)
             for pid in cluster.pids:
                 out.add(claim_perspective_input(claim.text, dataset.perspectives[pid].text), target)
+    return out
+
+
+def counterfactual_examples(dataset: Dataset, claims: Sequence[Claim], soft: bool = True) -> Examples:
+    """Every gold pair again under the claim's opposite (:func:`~perspectrum.text.polarity.negate`),
+    its target flipped: a perspective that supports "X should be banned" undermines "X should
+    be allowed". Claims no rule can negate are left out.
+    """
+    out = Examples()
+    for claim in claims:
+        opposite = negate(claim.text)
+        if opposite is None:
+            continue
+        for cluster in claim.clusters:
+            target = 1.0 - stance_target(cluster, soft)
+            for pid in cluster.pids:
+                out.add(claim_perspective_input(opposite, dataset.perspectives[pid].text), target)
     return out
 
 

@@ -20,7 +20,8 @@ from perspectrum.train.fine_tune import TrainParams, fine_tune
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval import trained
 from perspectrum.eval.metrics import percent
-from perspectrum.train.examples import equivalence_examples, Examples, relevance_examples, stance_examples
+from perspectrum.train.examples import (counterfactual_examples, equivalence_examples, Examples, relevance_examples,
+                                        stance_examples)
 from perspectrum.index.store import IndexStore
 from perspectrum.models.store import load_task, read_meta, save_ranker, save_task, update_meta
 from perspectrum.models.evidence_ranker import EvidenceRanker, Featurizer
@@ -43,6 +44,9 @@ class TaskConfig:
         quantize: score in int8; MPNet loses its accuracy to it (dev stance 86 % → 67 %).
         dev_share: share of the dev claims (a seeded sample) scored to tune the thresholds;
             the fresh machine's fast recipe reads half, to keep its first run short.
+        counterfactual: stance only — add every pair again under the claim's opposite, its
+            label flipped (:func:`~perspectrum.train.examples.counterfactual_examples`), before
+            the ``max_examples`` sample.
     """
 
     params: TrainParams
@@ -53,6 +57,7 @@ class TaskConfig:
     base: str = MINILM
     quantize: bool = True
     dev_share: float = 1.0
+    counterfactual: bool = False
 
 
 #: Batches of similar length (``length_batches``) cut padding: on dev, relevance trained in 382 s
@@ -109,6 +114,10 @@ def build_examples(task: str, dataset: Dataset, claims: list[Claim], store: Inde
     elif task == "stance":
         examples = stance_examples(dataset, claims, soft=config.soft_labels)
         how = "every gold (claim, perspective); target = annotators' support share on the gold side"
+        if config.counterfactual:
+            opposite = counterfactual_examples(dataset, claims, soft=config.soft_labels)
+            examples = Examples(examples.pairs + opposite.pairs, examples.targets + opposite.targets)
+            how += f"; {len(opposite):,} more under the claims' negations, targets flipped"
     elif task == "equivalence":
         examples = equivalence_examples(dataset, claims, ratio, seed)
         how = f"pairs within a gold cluster positive; {ratio:g} cross-cluster pairs per positive"
@@ -200,7 +209,8 @@ def train_task(
         "params": members[0].meta["params"],
         "seeds": [seed + i for i in range(config.members)],
         "config": {"negatives_per_positive": config.negatives_per_positive,
-                   "max_examples": config.max_examples, "soft_labels": config.soft_labels},
+                   "max_examples": config.max_examples, "soft_labels": config.soft_labels,
+                   "counterfactual": config.counterfactual},
         "examples": {"examples": len(examples), "positives": examples.positives, "how": how,
                      "build_seconds": round(build_seconds, 1)},
         "runs": runs,

@@ -1,0 +1,89 @@
+"""A claim's opposite, the counterfactual stance pairs built from it, and the polarity dev check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perspectrum.text.polarity import is_restrictive, negate
+from perspectrum.train.examples import counterfactual_examples, stance_examples
+
+
+@pytest.mark.parametrize(("claim", "opposite"), [
+    ("Zoos should be banned", "Zoos should be allowed"),
+    ("Performing tests on animals must be banned", "Performing tests on animals must be allowed"),
+    ("The national curriculum should be scrapped", "The national curriculum should be kept"),
+    ("Tuition Fees Should Be Increased", "Tuition Fees Should Be Reduced"),
+    ("Women should be allowed to take part in combat", "Women should not be allowed to take part in combat"),
+    ("Animals should have legal rights", "Animals should not have legal rights"),
+    ("We should not ban cars", "We should ban cars"),
+    ("Goal line technology has to be adopted", "Goal line technology does not have to be adopted"),
+    ("Social media does more harm than good", "Social media does more good than harm"),
+    ("Make-up is bad for us", "Make-up is good for us"),
+    ("Obesity is a disease", "Obesity is not a disease"),
+    ("Football doesn't unify us", "Football does unify us"),
+    ("Abolish standardized tests", "We should not abolish standardized tests"),
+    ("I believe in manned space flight", "I do not believe in manned space flight"),
+    ("Should the Cell Phones Be Allowed in Schools", "Should the Cell Phones Be Banned in Schools"),
+    ("This house would ban boxing", "This house would allow boxing"),
+])
+def test_negate_states_the_opposite_proposal(claim, opposite):
+    assert negate(claim) == opposite
+    assert negate(opposite) is not None  # and the opposite can be turned round again
+
+
+@pytest.mark.parametrize("claim", ["Strict parenting works best", "Accessing your spouse's email account hacking",
+                                   "", "   "])
+def test_a_claim_no_rule_fits_has_no_opposite(claim):
+    assert negate(claim) is None
+
+
+def test_restrictive_claims_are_those_that_ban_abolish_limit_or_end():
+    assert is_restrictive("Zoos should be banned") and is_restrictive("Homework should have a limit")
+    assert is_restrictive("It is time to end the death penalty") and is_restrictive("History has no place in class")
+    assert not is_restrictive("Voting should be compulsory")
+    assert not is_restrictive("Blending in is fine")  # "end" only as a word
+
+
+def test_a_negated_claim_flips_every_stance_label(dataset):
+    claims = dataset.split("train")
+    plain = stance_examples(dataset, claims)
+    flipped = counterfactual_examples(dataset, claims)
+    negatable = [c for c in claims if negate(c.text) is not None]
+    assert len(negatable) == len(claims)  # every fixture claim has an opposite
+    assert len(flipped) == len(plain)
+    for (claim, perspective), target, (opposite, same), flipped_target in zip(
+            plain.pairs, plain.targets, flipped.pairs, flipped.targets):
+        assert same == perspective and opposite == negate(claim) != claim
+        assert flipped_target == 1.0 - target
+    # a claim without an opposite adds nothing
+    odd = [c for c in claims if c.cid == 3]
+    assert len(counterfactual_examples(dataset, odd)) == (len(stance_examples(dataset, odd))
+                                                          if negate(odd[0].text) else 0)
+
+
+class _SubjectReader:
+    """A stance model that reads only the perspective: right on every gold claim, blind to its negation."""
+
+    def __init__(self, dataset):
+        self.support = {dataset.perspectives[pid].text: k.stance == "SUPPORT"
+                        for c in dataset.claims.values() for k in c.clusters for pid in k.pids}
+
+    def score(self, pairs, show_progress=False, description=""):
+        return np.array([0.9 if self.support[perspective] else 0.1 for _, perspective in pairs])
+
+
+def test_the_polarity_check_catches_a_model_that_ignores_what_the_claim_proposes(dataset):
+    from perspectrum.eval.trained import polarity_check
+
+    claims = dataset.split("train")
+    out = polarity_check([_SubjectReader(dataset)], dataset, claims, {"threshold": 0.5, "centre": False})
+    pairs = sum(len(k.pids) for c in claims for k in c.clusters)
+    assert out["overall"] == {"accuracy": 100.0, "pairs": pairs}
+    assert out["negated"] == {"accuracy": 0.0, "pairs": pairs}  # every label flipped, every call unchanged
+    restrictive = [c for c in claims if is_restrictive(c.text)]
+    assert out["claims"]["restrictive"] == len(restrictive) > 0
+    assert out["restrictive"]["accuracy"] == 100.0
+    polarity = out["restrictive"]["pairs"] * 100.0 / (out["restrictive"]["pairs"] + pairs)
+    assert out["polarity"]["accuracy"] == pytest.approx(polarity, abs=0.01)
+    assert out["gap"] == pytest.approx(100.0 - polarity, abs=0.01)
