@@ -382,3 +382,32 @@ def test_a_card_whose_top_paragraph_argues_the_other_side_is_counted() -> None:
     assert s["opposite_evidence"] == pytest.approx(1 / 2) and s["evidenced_cards"] == 2
     right = score([_claim()], [Discovery("claim", "test", (_found((1, 2), "support", (10,)),), {})])
     assert right["opposite_evidence"] == 0.0
+
+
+def test_a_paragraph_arguing_against_its_perspective_is_dropped() -> None:
+    from types import SimpleNamespace
+
+    from perspectrum.pipeline.stages.base import ClaimState, Group, Member
+    from perspectrum.pipeline.stages.evidence import EvidenceStage
+
+    # cluster 0 supports, cluster 1 undermines; paragraph "b" was kept for 0 but 1 rates it far higher
+    probs = {(0, 0, "a"): 0.9, (0, 0, "b"): 0.5, (0, 1, "b"): 0.95, (0, 1, "c"): 0.8, (0, 0, "d"): 0.6}
+
+    class Scorers:
+        def evidence(self, debates, depth):
+            return list(probs), list(probs.values())
+
+    context = SimpleNamespace(scorers=Scorers(), perspective_text={1: "pro", 2: "con"},
+                              evidence_text={d: d.upper() for d in "abcd"})
+    cut = {"relative": False, "threshold": 0.1, "k": 5, "min_keep": 1}
+
+    def run(rival: float) -> list[list[str]]:
+        state = ClaimState("claim", kept=[Member(1, 0.9, support=0.9), Member(2, 0.8, support=0.1)],
+                           groups=[Group([0], support=0.9), Group([1], support=0.1)])
+        EvidenceStage(**cut, rival=rival, stance_threshold=0.5).run([state], context)
+        assert state.groups[0].rivals == {"b": pytest.approx(0.45)}  # "a" and "d": no rival read them
+        return [[h.id for h in g.evidence] for g in state.groups]
+
+    assert run(1.0) == [["a", "d", "b"], ["b", "c"]]  # off: kept as ranked
+    assert run(0.2) == [["a", "d"], ["b", "c"]]  # it argues the other side: dropped from the supporting card
+    assert run(0.5) == [["a", "d", "b"], ["b", "c"]]  # a gap of 0.45 is within 0.5: kept

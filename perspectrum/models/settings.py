@@ -189,6 +189,9 @@ class EvidenceSettings(StageSettings, Cut):
         relative, threshold, k, min_keep: the dev-tuned cut on P(evidence).
         depth: hybrid candidates retrieved per cluster (by default the depth the ranker
             was trained at, :data:`~perspectrum.models.evidence_ranker.DEPTH`).
+        rival: a kept paragraph is dropped from a cluster when a cluster of the claim that
+            leans the other way (by ``stance_threshold``, the stance stage's unless given)
+            scored it more than this above it: it argues the other side (1: never). Chosen on dev.
     """
 
     name: ClassVar[str] = "evidence"
@@ -198,6 +201,8 @@ class EvidenceSettings(StageSettings, Cut):
     k: int = setting(chosen=MODEL)
     min_keep: int = setting(chosen=MODEL)
     depth: int = DEPTH
+    rival: float = setting(1.0, chosen=PIPELINE)
+    stance_threshold: float = setting(follows=("stance", "threshold"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -448,7 +448,10 @@ class Pipeline:
             trace = {"settings": {k: dict(v) for k, v in ready.settings.items()}, "config": self.config.to_dict(),
                      "candidates": [{"id": c.id, "model": round(c.model, 4), "cosine": round(c.cosine, 4),
                                      "score": round(c.score, 4), "kept": c.id in kept} for c in state.candidates],
-                     "pairs": state.pairs}
+                     "pairs": state.pairs,
+                     "evidence": [{"perspective": state.kept[g.members[0]].id, "id": hit.id,
+                                   "probability": hit.probability, "rival": g.rivals.get(hit.id)}
+                                  for g in state.groups for hit in g.evidence]}
         return Discovery(state.claim, ready.context.scorers.kind, tuple(found[:top] if top else found), timings,
                          trace, state.notice)
 

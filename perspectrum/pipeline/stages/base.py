@@ -51,11 +51,17 @@ class Member:
 
 @dataclass
 class Group:
-    """A cluster: indices into :attr:`ClaimState.kept`, representative first."""
+    """A cluster: indices into :attr:`ClaimState.kept`, representative first.
+
+    ``rivals``: for each paragraph kept as its evidence, how far the best-scoring cluster
+    leaning the other way rated it above this one (negative: below; absent: none rated it),
+    for ``--explain``.
+    """
 
     members: list[int]
     support: float = 0.5
     evidence: list[EvidenceHit] = field(default_factory=list)
+    rivals: dict[DocId, float] = field(default_factory=dict)
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 The ranker reads every cluster of the claim at once (a paragraph usually argues one
 perspective, so how much better it fits this cluster than its siblings is the signal)
-and a dev-tuned cut on its probability keeps the cluster's evidence.
+and a dev-tuned cut on its probability keeps the cluster's evidence. A kept paragraph
+that a cluster on the other side rates clearly higher (the ``rival`` setting) argues
+that side, and is dropped from this one.
 """
 
 from __future__ import annotations
@@ -34,8 +36,13 @@ class EvidenceStage(EvidenceSettings):
         for (n, c, doc_id), p in zip(keys, probs):
             scores.setdefault((n, c), []).append((doc_id, float(p)))
         for n, state in enumerate(states):
+            prob = {c: dict(scores.get((n, c), [])) for c in range(len(state.groups))}
+            leans = [group.support >= self.stance_threshold for group in state.groups]
             for c, group in enumerate(state.groups):
                 run = ranked(scores.get((n, c), []))
-                prob = {d: p for p, d in run}
-                group.evidence = [EvidenceHit(d, context.evidence_text[d], round(prob[d], 4))
-                                  for d in keep(run, self.cut)]
+                kept = keep(run, self.cut)
+                others = [prob[o] for o in range(len(state.groups)) if leans[o] != leans[c]]
+                rated = {d: [other[d] for other in others if d in other] for d in kept}
+                group.rivals = {d: round(max(rated[d]) - prob[c][d], 4) for d in kept if rated[d]}
+                group.evidence = [EvidenceHit(d, context.evidence_text[d], round(prob[c][d], 4))
+                                  for d in kept if group.rivals.get(d, -1.0) <= self.rival]

@@ -1,0 +1,103 @@
+"""Evidence that argues for its card: how often the top paragraph argues the other side, by ``evidence.rival``.
+
+    python -m benchmarks.evidence_side --models-dir MODELS --split dev     # sweeps, chooses, stores
+    python -m benchmarks.evidence_side --models-dir MODELS --split test    # measures what is stored
+
+Runs ``discover --explain`` on every claim of the split with the rival rule off (each
+kept paragraph's trace says how far the best cluster leaning the other way rated it above
+its own cluster), then replays the rule at each value of the grid on those traces: a
+paragraph is dropped where its rival gap exceeds the value. For each: T4 (found), T5
+found and strict, the share of cards on a side whose top paragraph is gold evidence only
+of the claim's clusters on the other side, and the share of cards on a side left with any
+evidence. On dev it chooses the value (the rule below, fixed before the sweep was read)
+and stores it in the models' ``pipeline.json``; on test it reads the stored value.
+
+Rule: the value with the fewest opposite-side top paragraphs among those that keep dev
+T5 found and T4 within 0.5 points of the rule switched off; 1.0 (off) if none lowers it.
+
+Writes ``eval/results/evidence_side_<split>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from perspectrum._io import write_json
+from perspectrum.data import load_dataset
+from perspectrum.eval.pipeline import score
+from perspectrum.models.scorers import PIPELINE_FILE
+from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
+from perspectrum.train.tune_pipeline import settings_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+GRID = (1.0, 0.5, 0.3, 0.2, 0.15, 0.1, 0.05, 0.0, -0.05, -0.1, -0.2)
+#: How far T4 and T5 found may fall (points) for a value to be chosen.
+TOLERANCE = 0.5
+
+
+def replay(results: list[Any], rival: float) -> list[Any]:
+    """The results as the rule at ``rival`` would have left them (traces from a run with it off)."""
+    out = []
+    for result in results:
+        gaps = {(str(e["perspective"]), str(e["id"])): e["rival"] for e in result.trace["evidence"]}
+        cards = []
+        for card in result.perspectives:
+            kept = tuple(h for h in card.evidence
+                         if (gaps.get((str(card.id), str(h.id))) is None or gaps[(str(card.id), str(h.id))] <= rival))
+            cards.append(replace(card, evidence=kept))
+        out.append(replace(result, perspectives=tuple(cards)))
+    return out
+
+
+def row(claims: list[Any], results: list[Any], rival: float) -> dict[str, Any]:
+    s = score(claims, results)
+    sided = [c for r in results for c in r.perspectives if c.stance != "unclear"]
+    return {"rival": rival, "t4": round(s["t4"]["f1"] * 100, 2), "t4_all": round(s["t4_all"]["f1"] * 100, 2),
+            "t5_found": round(s["t5"] * 100, 2), "t5_strict": round(s["t5_all"] * 100, 2),
+            "opposite_evidence": round(s["opposite_evidence"] * 100, 2), "evidenced_cards": s["evidenced_cards"],
+            "cards_on_a_side_with_evidence": round(100 * sum(bool(c.evidence) for c in sided) / max(1, len(sided)), 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models-dir", type=Path, required=True)
+    parser.add_argument("--index-dir", type=Path)
+    parser.add_argument("--split", choices=("dev", "test"), default="dev")
+    parser.add_argument("--out", type=Path, default=ROOT / "eval" / "results")
+    args = parser.parse_args()
+    dataset = load_dataset()
+    claims = dataset.split(args.split)
+    stored = Pipeline.load(index_dir=args.index_dir, models_dir=args.models_dir).settings["evidence"]["rival"]
+    pipe = Pipeline.load(index_dir=args.index_dir, models_dir=args.models_dir,
+                         config=PipelineConfig(overrides={"evidence": {"rival": 1.0}}))
+    pipe.warm_up()
+    started = time.perf_counter()
+    results: list[Any] = []
+    for start in range(0, len(claims), 16):
+        results += pipe.discover_many([c.text for c in claims[start:start + 16]], explain=True)
+    seconds = round(time.perf_counter() - started, 1)
+    record: dict[str, Any] = {"command": f"python -m benchmarks.evidence_side --models-dir MODELS --split {args.split}",
+                              "models": pipe.system, "split": args.split, "seconds": seconds, "tolerance": TOLERANCE}
+    if args.split == "dev":
+        rows = [row(claims, replay(results, r), r) for r in GRID]
+        off = rows[0]
+        fine = [r for r in rows if r["t4"] >= off["t4"] - TOLERANCE and r["t5_found"] >= off["t5_found"] - TOLERANCE]
+        chosen = min(fine, key=lambda r: (r["opposite_evidence"], -r["rival"]))["rival"]
+        path = settings_folder(pipe) / PIPELINE_FILE
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        saved["settings"].setdefault("evidence", {})["rival"] = chosen
+        write_json(path, saved)
+        record |= {"grid": rows, "chosen": chosen, "before": off, "after": next(r for r in rows if r["rival"] == chosen)}
+    else:
+        record |= {"before": row(claims, results, 1.0), "after": row(claims, replay(results, stored), stored)}
+    write_json(args.out / f"evidence_side_{args.split}.json", record)
+    print(json.dumps({k: record[k] for k in ("before", "after")} | {"chosen": record.get("chosen", stored)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
