@@ -32,32 +32,59 @@ from perspectrum.data import load_dataset
 from perspectrum.eval.pipeline import score
 from perspectrum.models.scorers import PIPELINE_FILE
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
+from perspectrum.pipeline.results import calibrated
 from perspectrum.train.tune_pipeline import settings_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = (1.0, 0.5, 0.3, 0.2, 0.15, 0.1, 0.05, 0.0, -0.05, -0.1, -0.2)
+#: Confidence of the window's opposite reading at which its paragraph is dropped (1: never).
+AGAINST = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)
 #: How far T4 and T5 found may fall (points) for a value to be chosen.
 TOLERANCE = 0.5
 
 
-def replay(results: list[Any], rival: float) -> list[Any]:
-    """The results as the rule at ``rival`` would have left them (traces from a run with it off)."""
+def replay(results: list[Any], rival: float, against: float = 1.0,
+           window_support: dict[tuple[str, str], float] | None = None) -> list[Any]:
+    """The results as the rule at ``rival`` would have left them (traces from a run with it
+    off), and with ``against``: a paragraph whose window the stance model reads on the
+    other side of its card, at least this sure (calibrated), dropped too."""
     out = []
+    window_support = window_support or {}
     for result in results:
         gaps = {(str(e["perspective"]), str(e["id"])): e["rival"] for e in result.trace["evidence"]}
         cards = []
         for card in result.perspectives:
-            kept = tuple(h for h in card.evidence
-                         if (gaps.get((str(card.id), str(h.id))) is None or gaps[(str(card.id), str(h.id))] <= rival))
-            cards.append(replace(card, evidence=kept))
+            def keeps(hit: Any) -> bool:
+                gap = gaps.get((str(card.id), str(hit.id)))
+                if gap is not None and gap > rival:
+                    return False
+                q = window_support.get((str(card.id), str(hit.id)))
+                if q is None or card.stance == "unclear":
+                    return True
+                return not ((q >= 0.5) != card.leans_support and max(q, 1.0 - q) >= against)
+            cards.append(replace(card, evidence=tuple(h for h in card.evidence if keeps(h))))
         out.append(replace(result, perspectives=tuple(cards)))
     return out
 
 
-def row(claims: list[Any], results: list[Any], rival: float) -> dict[str, Any]:
+def window_stances(pipe: Pipeline, results: list[Any]) -> dict[tuple[str, str], float]:
+    """Calibrated P(support) of each verified window, read by the stance model against the claim."""
+    keys, pairs = [], []
+    for result in results:
+        for card in result.perspectives:
+            for hit in card.evidence:
+                if hit.window:
+                    keys.append((str(card.id), str(hit.id)))
+                    pairs.append((result.claim, hit.window))
+    stance = pipe.settings["stance"]
+    scores = pipe.scorers.stance(pairs) if pairs else []
+    return {k: calibrated(float(p), stance["threshold"], stance["scale"]) for k, p in zip(keys, scores)}
+
+
+def row(claims: list[Any], results: list[Any], rival: float, against: float = 1.0) -> dict[str, Any]:
     s = score(claims, results)
     sided = [c for r in results for c in r.perspectives if c.stance != "unclear"]
-    return {"rival": rival, "t4": round(s["t4"]["f1"] * 100, 2), "t4_all": round(s["t4_all"]["f1"] * 100, 2),
+    return {"rival": rival, "against": against, "t4": round(s["t4"]["f1"] * 100, 2), "t4_all": round(s["t4_all"]["f1"] * 100, 2),
             "t5_found": round(s["t5"] * 100, 2), "t5_strict": round(s["t5_all"] * 100, 2),
             "opposite_evidence": round(s["opposite_evidence"] * 100, 2), "evidenced_cards": s["evidenced_cards"],
             "cards_on_a_side_with_evidence": round(100 * sum(bool(c.evidence) for c in sided) / max(1, len(sided)), 2)}
@@ -92,7 +119,13 @@ def main() -> None:
         saved = json.loads(path.read_text(encoding="utf-8"))
         saved["settings"].setdefault("evidence", {})["rival"] = chosen
         write_json(path, saved)
-        record |= {"grid": rows, "chosen": chosen, "before": off, "after": next(r for r in rows if r["rival"] == chosen)}
+        started = time.perf_counter()
+        support = window_stances(pipe, results)
+        record["window_stance_seconds"] = round(time.perf_counter() - started, 1)
+        record["windows_read"] = len(support)
+        windows = [row(claims, replay(results, chosen, a, support), chosen, a) for a in AGAINST]
+        record |= {"grid": rows, "chosen": chosen, "window_grid": windows, "before": off,
+                   "after": next(r for r in rows if r["rival"] == chosen)}
     else:
         record |= {"before": row(claims, results, 1.0), "after": row(claims, replay(results, stored), stored)}
     write_json(args.out / f"evidence_side_{args.split}.json", record)

@@ -411,3 +411,67 @@ def test_a_paragraph_arguing_against_its_perspective_is_dropped() -> None:
     assert run(1.0) == [["a", "d", "b"], ["b", "c"]]  # off: kept as ranked
     assert run(0.2) == [["a", "d"], ["b", "c"]]  # it argues the other side: dropped from the supporting card
     assert run(0.5) == [["a", "d", "b"], ["b", "c"]]  # a gap of 0.45 is within 0.5: kept
+
+
+def test_a_one_sided_answer_takes_the_most_relevant_candidate_from_the_other_side() -> None:
+    from types import SimpleNamespace
+
+    from perspectrum.pipeline.stages.base import Candidate, ClaimState, Member
+    from perspectrum.pipeline.stages.stance import Stance
+
+    support = {"k1": 0.9, "k2": 0.8, "c1": 0.7, "c2": 0.45, "c3": 0.1, "c4": 0.05, "low": 0.0}
+
+    class Scorers:
+        calls: list[int] = []
+
+        def stance(self, pairs):
+            self.calls.append(len(pairs))
+            return [support[text] for _, text in pairs]
+
+    context = SimpleNamespace(scorers=Scorers(), perspective_text={k: k for k in support})
+
+    def run(other_side: int) -> list[str]:
+        candidates = [Candidate(k, 0.5, score=s) for k, s in
+                      (("k1", 0.9), ("k2", 0.8), ("c1", 0.6), ("c2", 0.55), ("c3", 0.5), ("c4", 0.45), ("low", 0.01))]
+        state = ClaimState("claim", candidates=candidates, kept=[Member("k1", 0.9), Member("k2", 0.8)])
+        Stance(threshold=0.5, unclear=0.1, other_side=other_side, floor=0.1).run([state], context)
+        return [m.id for m in state.kept]
+
+    assert run(0) == ["k1", "k2"]  # off: both kept perspectives support, and that is the answer
+    # c1 supports too, c2 is unclear (0.45 is within 0.1 of 0.5 at scale 1): c3 is the first shown undermining
+    assert run(5) == ["k1", "k2", "c3"]
+    assert run(2) == ["k1", "k2"]  # only c1 and c2 read: none undermines
+    Scorers.calls.clear()
+    run(10)
+    assert Scorers.calls == [2, 4]  # "low" is under the floor: never read
+
+
+def test_a_paragraph_whose_window_argues_the_other_side_is_dropped() -> None:
+    from types import SimpleNamespace
+
+    from perspectrum.pipeline.results import EvidenceHit
+    from perspectrum.pipeline.stages.base import ClaimState, Group
+    from perspectrum.pipeline.stages.verify import Verify
+
+    reads = {"zoos save species": 0.9, "cages are cruel": 0.05, "zoos are dull": 0.4}
+
+    class Scorers:
+        def stance(self, pairs):
+            return [reads[window] for _, window in pairs]
+
+    def run(against: float) -> list[list[str]]:
+        hits = {w: EvidenceHit(w, "paragraph", 0.8, window=w) for w in reads}
+        state = ClaimState("Zoos are good", groups=[
+            Group([0], support=0.9, evidence=[hits["cages are cruel"], hits["zoos save species"]]),
+            Group([1], support=0.1, evidence=[hits["zoos save species"], hits["zoos are dull"],
+                                              EvidenceHit("unverified", "paragraph", 0.5)]),
+            Group([2], support=0.5, evidence=[hits["cages are cruel"]])])  # side unclear: kept whatever it reads
+        Verify(top=0, against=against, stance_threshold=0.5, stance_scale=1.0, stance_unclear=0.1).drop_opposite(
+            [state], SimpleNamespace(scorers=Scorers()))
+        return [[h.id for h in g.evidence] for g in state.groups]
+
+    assert run(0.8) == [["zoos save species"], ["zoos are dull", "unverified"], ["cages are cruel"]]
+    # at 0.95 only readings that sure count: 0.05 (0.95 sure of undermining) still goes, 0.9 stays
+    assert run(0.95) == [["zoos save species"], ["zoos save species", "zoos are dull", "unverified"],
+                         ["cages are cruel"]]
+    # "zoos are dull" reads 0.4: the undermining side, its cluster's own

@@ -128,6 +128,12 @@ class StanceSettings(StageSettings):
             is 0.5 exactly at the threshold and the side never changes (1: unfitted).
         unclear: a perspective whose calibrated P(support) is within this of 0.5 is shown
             as "side unclear" rather than forced onto a side (0: never). Chosen on dev.
+        other_side: when no kept perspective is shown on one of the two sides, read the
+            stance of this many next-most-relevant candidates (under the relevance cut,
+            above its floor) and keep the most relevant one shown on the missing side
+            (0: never). Chosen on dev.
+        floor: the relevance a candidate read by ``other_side`` must reach (the relevance
+            stage's floor unless given).
     """
 
     name: ClassVar[str] = "stance"
@@ -136,6 +142,8 @@ class StanceSettings(StageSettings):
     margin: float = setting(0.0, chosen=PIPELINE)
     scale: float = setting(1.0, chosen=PIPELINE)
     unclear: float = setting(0.0, chosen=PIPELINE)
+    other_side: int = setting(0, chosen=PIPELINE)
+    floor: float = setting(0.0, follows=("relevance", "floor"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,7 +210,7 @@ class EvidenceSettings(StageSettings, Cut):
     min_keep: int = setting(chosen=MODEL)
     depth: int = DEPTH
     rival: float = setting(1.0, chosen=PIPELINE)
-    stance_threshold: float = setting(follows=("stance", "threshold"))
+    stance_threshold: float = setting(0.5, follows=("stance", "threshold"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -211,10 +219,19 @@ class VerifySettings(StageSettings):
 
     Attributes:
         top: kept paragraphs per cluster whose windows are read (0: none).
+        against: a verified paragraph whose window the stance model reads on the other side
+            of its cluster, at least this sure (calibrated, as cards show it), argues that
+            side and is dropped (1: never). Chosen on dev. Reads the stance thresholds and
+            calibration (``stance_threshold``, ``stance_scale``, ``stance_unclear``) from the
+            stance stage unless given.
     """
 
     name: ClassVar[str] = "verify"
     top: int = 1
+    against: float = setting(1.0, chosen=PIPELINE)
+    stance_threshold: float = setting(0.5, follows=("stance", "threshold"))
+    stance_scale: float = setting(1.0, follows=("stance", "scale"))
+    stance_unclear: float = setting(0.0, follows=("stance", "unclear"))
 
 
 #: Every stage's settings, in running order.

@@ -1,13 +1,16 @@
 """Stage 3: P(support) of every kept perspective, read before clustering.
 
 Reading every member (not only each cluster's representative) is what lets clustering
-refuse to join perspectives the model puts on opposite sides.
+refuse to join perspectives the model puts on opposite sides. A claim whose kept
+perspectives are all shown on one side gets its most relevant candidate from the other
+side among the next ``other_side`` under the relevance cut, when one is there.
 """
 
 from __future__ import annotations
 
 from perspectrum.models.settings import StanceSettings
-from perspectrum.pipeline.stages.base import ClaimState, Context
+from perspectrum.pipeline.results import calibrated, side
+from perspectrum.pipeline.stages.base import ClaimState, Context, Member
 
 
 class Stance(StanceSettings):
@@ -21,6 +24,36 @@ class Stance(StanceSettings):
             for member in state.kept:
                 member.support = float(next(scores))
                 member.side = self.side(member.support)
+        if self.other_side:
+            self.add_other_side(states, context)
+
+    def shown(self, support: float) -> str:
+        """The side a perspective of this P(support) is shown on."""
+        return side(calibrated(support, self.threshold, self.scale), self.unclear)
+
+    def add_other_side(self, states: list[ClaimState], context: Context) -> None:
+        """For each claim answered on one side only, the most relevant of its next
+        ``other_side`` candidates that is shown on the other side, kept as a member."""
+        asks = []
+        for state in states:
+            sides = {self.shown(m.support) for m in state.kept if m.support is not None} - {"unclear"}
+            if len(sides) != 1:
+                continue
+            kept = {m.id for m in state.kept}
+            rest = sorted((c for c in state.candidates if c.id not in kept and c.score >= self.floor),
+                          key=lambda c: -c.score)[:self.other_side]
+            if rest:
+                asks.append((state, sides.pop(), rest))
+        if not asks:
+            return
+        pairs = [(state.claim, context.perspective_text[c.id]) for state, _, rest in asks for c in rest]
+        scores = iter(context.scorers.stance(pairs))
+        for state, have, rest in asks:
+            read = [(c, float(next(scores))) for c in rest]
+            other = [(c, p) for c, p in read if self.shown(p) not in (have, "unclear")]
+            if other:
+                c, p = other[0]
+                state.kept.append(Member(c.id, c.score, support=p, side=self.side(p)))
 
     def side(self, support: float) -> int:
         """+1 confident support, −1 confident undermine, 0 unsure."""

@@ -3,7 +3,9 @@
 Selection is the ranker's; the window scores (the scorers' ``windows``: the evidence
 ranker's window verifier, which reads each window against the cluster and its siblings)
 mark which passage to show, what the CLI highlights, for the top ``top`` paragraphs of
-each cluster.
+each cluster. With ``against`` below 1, the stance model then reads each chosen window
+against the claim, and a paragraph whose window argues the other side of its cluster is
+dropped.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 
 from perspectrum.models.rules import EVIDENCE_STRIDE
 from perspectrum.models.settings import VerifySettings
+from perspectrum.pipeline.results import calibrated
 from perspectrum.pipeline.stages.base import ClaimState, Context
 from perspectrum.pipeline.stages.evidence import debate
 from perspectrum.text.sentences import window_sentences, windows
@@ -55,3 +58,27 @@ class Verify(VerifySettings):
             start, end = place(evidence[h].text, shown[best])
             evidence[h] = replace(evidence[h], window=shown[best], window_score=round(float(scores[best]), 4),
                                   window_start=start, window_end=end)
+        if self.against < 1.0:
+            self.drop_opposite(states, context)
+
+    def drop_opposite(self, states: list[ClaimState], context: Context) -> None:
+        """Drop each verified paragraph whose window the stance model reads, at least
+        ``against`` sure, on the other side of its cluster (clusters shown as unclear keep theirs)."""
+        asks = []
+        for state in states:
+            for group in state.groups:
+                q = calibrated(group.support, self.stance_threshold, self.stance_scale)
+                if abs(q - 0.5) < self.stance_unclear:
+                    continue
+                asks += [(state, group, hit, q >= 0.5) for hit in group.evidence if hit.window]
+        if not asks:
+            return
+        scores = context.scorers.stance([(state.claim, hit.window) for state, _, hit, _ in asks])
+        against = set()
+        for (_, group, hit, leans), p in zip(asks, scores):
+            q = calibrated(float(p), self.stance_threshold, self.stance_scale)
+            if (q >= 0.5) != leans and max(q, 1.0 - q) >= self.against:
+                against.add((id(group), hit.id))
+        for state in states:
+            for group in state.groups:
+                group.evidence = [hit for hit in group.evidence if (id(group), hit.id) not in against]

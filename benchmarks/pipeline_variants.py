@@ -1,21 +1,23 @@
-"""Who decides a cluster's side: each member against a cannot-link rule, or the whole cluster?
+"""Settings of the pipeline compared end to end on dev, the models' scores shared across runs.
 
-    python -m benchmarks.side_vote --models-dir MODELS [--split dev]
+    python -m benchmarks.pipeline_variants SET --models-dir MODELS [--split dev]
 
 Runs ``discover`` over every claim of the split (dev: every choice is made there) with the
-settings stored beside the models and with variants of them, sharing the models' scores
-across runs (:class:`perspectrum.train.tune_pipeline.CachingScorers`):
+settings stored beside the models and with each variant of the named set, sharing the
+models' scores across runs (:class:`perspectrum.train.tune_pipeline.CachingScorers`), so
+a variant costs only the scores it newly asks for. Sets:
 
-- ``stored``: what the models' ``pipeline.json`` holds (the stance margin's cannot-link
+- ``side_vote``: who decides a cluster's side. ``stored`` (the stance margin's cannot-link
   rule keeps confidently opposite members apart; expansion admits a paraphrase only on its
-  cluster's side);
-- ``vote``: the same clusters, each cluster's side decided by the weighted vote of all its
-  members and of every admitted paraphrase (the expand stage's ``vote``);
-- ``meaning, then vote``: clusters by meaning alone (no cannot-link: stance margin 1), then
-  the vote;
+  cluster's side); ``vote`` (the same clusters, each side decided by the weighted vote of
+  all its members and every admitted paraphrase, the expand stage's ``vote``); ``meaning,
+  then vote`` (clusters by meaning alone, stance margin 1, then the vote); each also with
+  the "side unclear" band off.
+- ``both_sides``: the stance stage's ``other_side`` (for a claim answered on one side only,
+  the most relevant of the next N candidates shown on the other side) at N = 5, 10, 20, and
+  at 10 and 20 with a higher relevance floor for what it reads (0.5, 0.6, 0.7).
 
-and the same three with the "side unclear" band off. Writes
-``eval/results/side_vote_<split>.json``.
+Writes ``eval/results/<SET>_<split>.json``.
 """
 
 from __future__ import annotations
@@ -34,15 +36,25 @@ from perspectrum.train.tune_pipeline import CachingScorers
 
 ROOT = Path(__file__).resolve().parents[1]
 
-VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
-    "stored": {},
-    "vote": {"expand": {"vote": True}},
-    "meaning, then vote": {"stance": {"margin": 1.0}, "expand": {"vote": True}},
+#: Each set's variants: overrides of the stored settings, and whether each is also run with the unclear band off.
+SETS: dict[str, tuple[dict[str, dict[str, dict[str, Any]]], bool]] = {
+    "side_vote": ({
+        "stored": {},
+        "vote": {"expand": {"vote": True}},
+        "meaning, then vote": {"stance": {"margin": 1.0}, "expand": {"vote": True}},
+    }, True),
+    "both_sides": ({
+        "stored": {},
+        **{f"other side, {n}": {"stance": {"other_side": n}} for n in (5, 10, 20)},
+        **{f"other side, {n}, floor {f}": {"stance": {"other_side": n, "floor": f}}
+           for n in (10, 20) for f in (0.5, 0.6, 0.7)},
+    }, False),
 }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("set", choices=sorted(SETS))
     parser.add_argument("--models-dir", type=Path, required=True)
     parser.add_argument("--index-dir", type=Path)
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
@@ -54,8 +66,9 @@ def main() -> None:
     pipe.warm_up()
     cached = CachingScorers(pipe.scorers)
     rows = []
-    for name, overrides in VARIANTS.items():
-        for band in (None, 0.0):
+    variants, bands = SETS[args.set]
+    for name, overrides in variants.items():
+        for band in (None, 0.0) if bands else (None,):
             changes = {stage: dict(values) for stage, values in overrides.items()}
             if band is not None:
                 changes.setdefault("stance", {})["unclear"] = band
@@ -77,8 +90,8 @@ def main() -> None:
                 "seconds": round(time.perf_counter() - started, 1),
             })
             print(json.dumps(rows[-1]))
-    write_json(args.out / f"side_vote_{args.split}.json",
-               {"command": f"python -m benchmarks.side_vote --models-dir MODELS --split {args.split}",
+    write_json(args.out / f"{args.set}_{args.split}.json",
+               {"command": f"python -m benchmarks.pipeline_variants {args.set} --models-dir MODELS --split {args.split}",
                 "models": pipe.system, "split": args.split, "stored_settings": pipe.settings, "runs": rows})
 
 
