@@ -24,7 +24,7 @@ from perspectrum import data
 from perspectrum.text import sentences as text
 from perspectrum.cli.app import app
 from perspectrum.data import Pool
-from perspectrum.cli.display import debate, explain, printable
+from perspectrum.cli.display import NO_EVIDENCE, debate, explain, printable
 from perspectrum.errors import PerspectrumError
 from perspectrum.index.store import IndexStore
 from perspectrum.pipeline.pipeline import ClaimError, Pipeline, check_claim
@@ -158,6 +158,10 @@ def test_a_card_shows_its_side_in_words_and_the_window_not_internals_unless_aske
     both = _rendered(debate(replace(result, perspectives=(result.perspectives[0], unclear))))
     assert "side unclear (1)" in both and "side unclear (leans undermine, 55%)" in both
     assert "undermining (0)" in both
+    # a card without evidence says so, once the evidence stage has looked for it
+    assert NO_EVIDENCE not in _rendered(debate(result))  # no evidence stage in these timings
+    looked = replace(result, timings={**result.timings, "evidence": 0.01})
+    assert _rendered(debate(looked)).count(NO_EVIDENCE) == 1  # the undermining card has none
 
 
 def test_discover_json_escapes_what_a_terminal_would_act_on() -> None:

@@ -212,7 +212,7 @@ def test_retrieve_answers_a_claim_in_another_script_with_a_notice_not_a_search()
 
 def test_stage_settings_are_checked_by_name_and_type() -> None:
     assert configure(Stance, {"threshold": 0.7}).threshold == 0.7
-    with pytest.raises(PerspectrumError, match=r"unknown setting stance\.treshold \(known: threshold, margin, scale, unclear\)"):
+    with pytest.raises(PerspectrumError, match=r"unknown setting stance\.treshold \(known: threshold, margin, scale, unclear, other_side, floor\)"):
         configure(Stance, {"treshold": 0.7})
     with pytest.raises(PerspectrumError, match=r"setting stance\.threshold must be a finite number"):
         configure(Stance, {"threshold": "high"})
@@ -306,18 +306,20 @@ def test_config_settings_take_the_models_then_the_pipeline_file_then_the_overrid
     assert settings == {
         "retrieve": {"candidates": 50},
         "relevance": {"floor": 0.4, "weight": 0.2, "relative": True, "threshold": 0.7, "k": 30, "min_keep": 1},
-        "stance": {"margin": 0.1, "scale": 1.0, "unclear": 0.0, "threshold": 0.6},
+        "stance": {"margin": 0.1, "scale": 1.0, "unclear": 0.0, "other_side": 0, "threshold": 0.6, "floor": 0.4},
         "cluster": {"weight": 0.5, "threshold": 0.8},
         "expand": {"neighbours": 0, "agree": False, "vote": False, "weight": 0.5, "threshold": 0.8,
                    "stance_threshold": 0.6},
-        "evidence": {"relative": True, "threshold": 0.5, "k": 10, "min_keep": 1, "depth": 20},
-        "verify": {"top": 1},
+        "evidence": {"rival": 1.0, "relative": True, "threshold": 0.5, "k": 10, "min_keep": 1, "depth": 20,
+                     "stance_threshold": 0.6},
+        "verify": {"against": 1.0, "top": 1, "stance_threshold": 0.6, "stance_scale": 1.0, "stance_unclear": 0.0},
     }
     assert {name: list(values) for name, values in settings.items()} == {
         "retrieve": ["candidates"], "relevance": ["floor", "weight", "relative", "threshold", "k", "min_keep"],
-        "stance": ["margin", "scale", "unclear", "threshold"], "cluster": ["weight", "threshold"],
+        "stance": ["margin", "scale", "unclear", "other_side", "threshold", "floor"], "cluster": ["weight", "threshold"],
         "expand": ["neighbours", "agree", "vote", "weight", "threshold", "stance_threshold"],
-        "evidence": ["relative", "threshold", "k", "min_keep", "depth"], "verify": ["top"]}
+        "evidence": ["rival", "relative", "threshold", "k", "min_keep", "depth", "stance_threshold"],
+        "verify": ["against", "top", "stance_threshold", "stance_scale", "stance_unclear"]}
     built = [configure(stage, settings[stage.name]) for stage in perspectrum.pipeline.stages.ORDER]
     assert built[4].stance_threshold == 0.6 and built[1].cut == {"relative": True, "threshold": 0.7, "k": 30,
                                                                   "min_keep": 1}
@@ -475,3 +477,13 @@ def test_a_paragraph_whose_window_argues_the_other_side_is_dropped() -> None:
     assert run(0.95) == [["zoos save species"], ["zoos save species", "zoos are dull", "unverified"],
                          ["cages are cruel"]]
     # "zoos are dull" reads 0.4: the undermining side, its cluster's own
+
+
+def test_the_first_runs_kept_settings_are_known_settings_of_the_right_type() -> None:
+    from perspectrum.models.settings import check_settings
+    from perspectrum.train.light_heads import FIRST_RUN, FIRST_RUN_SETTINGS
+
+    assert set(FIRST_RUN_SETTINGS) <= set(FIRST_RUN)
+    for system, settings in FIRST_RUN_SETTINGS.items():
+        check_settings(settings, f"FIRST_RUN_SETTINGS[{system!r}]")  # raises on an unknown name or a wrong type
+        assert perspectrum.PipelineConfig(overrides=settings)  # and a pipeline accepts them

@@ -73,7 +73,12 @@ def _side(found: DiscoveredPerspective) -> str:
     return f"{'supports' if found.stance == 'support' else 'undermines'} the claim: {found.stance_confidence:.0%} sure"
 
 
-def _perspective(found: DiscoveredPerspective, full: bool = False, internals: bool = False) -> RenderableType:
+#: What a card says when evidence was looked for and none argues for it.
+NO_EVIDENCE = "no evidence found in the pool for this perspective"
+
+
+def _perspective(found: DiscoveredPerspective, full: bool = False, internals: bool = False,
+                 looked: bool = False) -> RenderableType:
     facts = _side(found) + (f" · relevance {found.relevance:.2f} · id {printable(str(found.id))}" if internals else "")
     parts: list[RenderableType] = [literal(found.text, style="bold"), literal(facts, style="dim")]
     others = found.phrasings[1:]
@@ -82,6 +87,8 @@ def _perspective(found: DiscoveredPerspective, full: bool = False, internals: bo
     parts += [_evidence(hit, full, internals) for hit in found.evidence[:SHOWN_EVIDENCE]]
     if len(found.evidence) > SHOWN_EVIDENCE:
         parts.append(Text(f"+{len(found.evidence) - SHOWN_EVIDENCE} more paragraphs (see --json)", style="dim"))
+    if looked and not found.evidence:
+        parts.append(Text(NO_EVIDENCE, style="dim italic"))
     return Panel(Group(*parts), border_style=COLOUR[found.stance])
 
 
@@ -90,19 +97,20 @@ def debate(result: Discovery, full: bool = False, internals: bool = False) -> Re
     the perspectives whose side is unclear below it. ``full`` shows whole evidence
     paragraphs, ``internals`` ids and scores (``--explain``)."""
     title = f"“{result.claim}” · {len(result.perspectives)} perspectives · {result.system} models"
+    looked = "evidence" in result.timings  # the evidence stage ran
     table = Table(title=literal(title, style="table.title"), expand=True, show_lines=False, box=None, padding=(0, 1))
     table.add_column(f"supporting ({len(result.supporting)})", style="green", ratio=1)
     table.add_column(f"undermining ({len(result.undermining)})", style="red", ratio=1)
     for left, right in zip_longest(result.supporting, result.undermining):
-        table.add_row(_perspective(left, full, internals) if left else "",
-                      _perspective(right, full, internals) if right else "")
+        table.add_row(_perspective(left, full, internals, looked) if left else "",
+                      _perspective(right, full, internals, looked) if right else "")
     if not result.unclear:
         return table
     unclear = Table(expand=True, box=None, padding=(0, 1))
     unclear.add_column(f"side unclear ({len(result.unclear)}): the models cannot tell which side these take",
                        style="yellow")
     for found in result.unclear:
-        unclear.add_row(_perspective(found, full, internals))
+        unclear.add_row(_perspective(found, full, internals, looked))
     return Group(table, unclear)
 
 

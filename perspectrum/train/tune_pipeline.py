@@ -215,9 +215,11 @@ def settings_folder(pipe: Pipeline) -> Path:
 
 def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_progress: bool = False,
                   margins: Sequence[float] = MARGINS, neighbours: Sequence[int] = NEIGHBOURS,
-                  raises: Sequence[float] = RAISES) -> dict[str, Any]:
+                  raises: Sequence[float] = RAISES, chosen_before: Mapping[str, Mapping[str, Any]] | None = None
+                  ) -> dict[str, Any]:
     """Choose the floor, then the stance margin, then the clustering cut and expansion
-    together on ``split``; store them.
+    together on ``split``; store them, with ``chosen_before`` (settings an earlier dev run
+    chose for these models, ``{stage: {setting: value}}``) added as they are.
 
     Returns the whole record (every run's settings and scores), and writes the chosen
     settings to ``pipeline.json`` beside the models, where the pipeline reads them.
@@ -277,6 +279,8 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
             rows += [trial(margin, n, cut + step) for step in raises for n in neighbours if (step, n) != (0.0, 0)]
             chosen = pick(rows)
     settings = chosen["settings"]
+    for stage, values in (chosen_before or {}).items():
+        settings.setdefault(stage, {}).update(values)
     calibration = stance_calibration(dataset, pipe, split)
     settings["stance"].update(calibration["settings"])
     folder = settings_folder(pipe)

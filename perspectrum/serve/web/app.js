@@ -55,7 +55,7 @@ function sideText(found) {
   return `${found.stance === "support" ? "supports" : "undermines"} the claim: ${percent(found.stance_confidence)} sure`;
 }
 
-function cluster(found) {
+function cluster(found, looked) {
   const item = element("li", `cluster ${found.stance}`);
   item.append(element("p", "perspective", found.text));
   const bar = element("div", "bar");
@@ -73,6 +73,9 @@ function cluster(found) {
     for (const phrasing of others) list.append(element("li", "", phrasing.text));
     more.append(list);
     item.append(more);
+  }
+  if (looked && !found.evidence.length) {
+    item.append(element("p", "no-evidence", "no evidence found in the pool for this perspective"));
   }
   if (found.evidence.length) {
     item.append(paragraph(found.evidence[0]));
@@ -94,7 +97,8 @@ function show(result) {
     `${result.perspectives.length} perspectives · ${result.system} models · ${result.timings.total.toFixed(2)} s`;
   for (const side of ["support", "undermine", "unclear"]) {
     const list = $(side);
-    list.replaceChildren(...result.perspectives.filter((p) => p.stance === side).map(cluster));
+    const looked = "evidence" in result.timings;  // the evidence stage ran
+    list.replaceChildren(...result.perspectives.filter((p) => p.stance === side).map((p) => cluster(p, looked)));
     $(`${side}-count`).textContent = `(${list.children.length})`;
     if (side === "unclear") $("unclear-box").hidden = !list.children.length;
     else if (!list.children.length) list.append(element("li", "empty", "none found"));
