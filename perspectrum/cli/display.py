@@ -86,7 +86,8 @@ def _perspective(found: DiscoveredPerspective, full: bool = False, internals: bo
         parts.append(literal("also: " + " | ".join(p.text for p in others), style="italic"))
     parts += [_evidence(hit, full, internals) for hit in found.evidence[:SHOWN_EVIDENCE]]
     if len(found.evidence) > SHOWN_EVIDENCE:
-        parts.append(Text(f"+{len(found.evidence) - SHOWN_EVIDENCE} more paragraphs (see --json)", style="dim"))
+        more = len(found.evidence) - SHOWN_EVIDENCE
+        parts.append(Text(f"+{more} more paragraph{'s' if more > 1 else ''} (see --json)", style="dim"))
     if looked and not found.evidence:
         parts.append(Text(NO_EVIDENCE, style="dim italic"))
     return Panel(Group(*parts), border_style=COLOUR[found.stance])
