@@ -18,12 +18,11 @@ reliability diagram).
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from pathlib import Path
 from typing import Any
 
+from benchmarks.pipeline_args import pipeline_parser
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.eval.metrics import calibration_bins, calibration_error
@@ -33,7 +32,6 @@ from perspectrum.models.scorers import PIPELINE_FILE
 from perspectrum.pipeline.pipeline import Pipeline
 from perspectrum.train.tune_pipeline import settings_folder, stance_calibration
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def linear(p: float, threshold: float) -> float:
@@ -78,11 +76,7 @@ def measure(pipe: Pipeline, dataset: Any, split: str) -> tuple[dict[str, Any], l
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models-dir", type=Path, required=True)
-    parser.add_argument("--index-dir", type=Path)
-    parser.add_argument("--split", choices=("dev", "test"), default="dev")
-    parser.add_argument("--out", type=Path, default=ROOT / "eval" / "results")
+    parser = pipeline_parser(__doc__)
     args = parser.parse_args()
     dataset = load_dataset()
     pipe = Pipeline.load(index_dir=args.index_dir, models_dir=args.models_dir)

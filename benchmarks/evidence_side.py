@@ -20,13 +20,12 @@ Writes ``eval/results/evidence_side_<split>.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
+from benchmarks.pipeline_args import pipeline_parser
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.eval.pipeline import score
@@ -35,7 +34,6 @@ from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
 from perspectrum.pipeline.results import calibrated
 from perspectrum.train.tune_pipeline import settings_folder
 
-ROOT = Path(__file__).resolve().parents[1]
 GRID = (1.0, 0.5, 0.3, 0.2, 0.15, 0.1, 0.05, 0.0, -0.05, -0.1, -0.2)
 #: Confidence of the window's opposite reading at which its paragraph is dropped (1: never).
 AGAINST = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)
@@ -91,11 +89,7 @@ def row(claims: list[Any], results: list[Any], rival: float, against: float = 1.
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models-dir", type=Path, required=True)
-    parser.add_argument("--index-dir", type=Path)
-    parser.add_argument("--split", choices=("dev", "test"), default="dev")
-    parser.add_argument("--out", type=Path, default=ROOT / "eval" / "results")
+    parser = pipeline_parser(__doc__)
     args = parser.parse_args()
     dataset = load_dataset()
     claims = dataset.split(args.split)

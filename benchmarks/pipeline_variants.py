@@ -22,19 +22,17 @@ Writes ``eval/results/<SET>_<split>.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from pathlib import Path
 from typing import Any
 
+from benchmarks.pipeline_args import pipeline_parser
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.eval.pipeline import score
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
 from perspectrum.train.tune_pipeline import CachingScorers
 
-ROOT = Path(__file__).resolve().parents[1]
 
 #: Each set's variants: overrides of the stored settings, and whether each is also run with the unclear band off.
 SETS: dict[str, tuple[dict[str, dict[str, dict[str, Any]]], bool]] = {
@@ -53,12 +51,8 @@ SETS: dict[str, tuple[dict[str, dict[str, dict[str, Any]]], bool]] = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = pipeline_parser(__doc__)
     parser.add_argument("set", choices=sorted(SETS))
-    parser.add_argument("--models-dir", type=Path, required=True)
-    parser.add_argument("--index-dir", type=Path)
-    parser.add_argument("--split", choices=("dev", "test"), default="dev")
-    parser.add_argument("--out", type=Path, default=ROOT / "eval" / "results")
     args = parser.parse_args()
     dataset = load_dataset()
     claims = dataset.split(args.split)
