@@ -87,3 +87,33 @@ def test_the_polarity_check_catches_a_model_that_ignores_what_the_claim_proposes
     polarity = out["restrictive"]["pairs"] * 100.0 / (out["restrictive"]["pairs"] + pairs)
     assert out["polarity"]["accuracy"] == pytest.approx(polarity, abs=0.01)
     assert out["gap"] == pytest.approx(100.0 - polarity, abs=0.01)
+
+
+@pytest.mark.parametrize(("text", "no_side"), [
+    ("The question is whether social media is good or bad for us.", True),
+    ("The debate over open and closed primaries, explained.", True),
+    ("There's an ongoing debate about the role social media should play in education.", True),
+    ("The status of English in the United States has been debated for over a century.", True),
+    ("Both systems have their pros and cons for small businesses.", True),
+    ("After looking the pros and cons we can conclude religion is a very positive force.", False),
+    ("The question of whether a degree is necessary is debated, as many successful people have none.", False),
+    ("The debate over tests continues, but there is a growing focus on alternatives.", False),
+    ("Social media harms employees' productivity.", False),
+    ("It is questionable whether zoos help conservation.", False),
+])
+def test_a_statement_that_only_frames_the_debate_takes_no_side(text, no_side):
+    from perspectrum.text.polarity import takes_no_side
+
+    assert takes_no_side(text) is no_side
+
+
+def test_a_framing_statement_never_heads_a_card_and_alone_is_shown_as_unclear():
+    from perspectrum.pipeline.results import Phrasing, headed
+
+    framing = Phrasing(1, "The question is whether social media is good or bad for us.", 0.8, 0.1)
+    argues = Phrasing(2, "Social media harms employees' productivity.", 0.6, 0.9)
+    ordered, shown = headed((framing, argues), q=0.1, unclear=0.1)
+    assert [f.id for f in ordered] == [2, 1] and shown == "undermine"  # the sided phrasing heads it
+    assert headed((framing,), q=0.05, unclear=0.1) == ((framing,), "unclear")  # a confident call, still no side
+    assert headed((argues,), q=0.55, unclear=0.1)[1] == "unclear"  # the usual band still applies
+    assert headed((argues,), q=0.9, unclear=0.1)[1] == "support"

@@ -310,7 +310,7 @@ def test_config_settings_take_the_models_then_the_pipeline_file_then_the_overrid
         "cluster": {"weight": 0.5, "threshold": 0.8},
         "expand": {"neighbours": 0, "agree": False, "vote": False, "weight": 0.5, "threshold": 0.8,
                    "stance_threshold": 0.6},
-        "evidence": {"rival": 1.0, "relative": True, "threshold": 0.5, "k": 10, "min_keep": 1, "depth": 20,
+        "evidence": {"rival": 1.0, "floor": 0.0, "relative": True, "threshold": 0.5, "k": 10, "min_keep": 1, "depth": 20,
                      "stance_threshold": 0.6},
         "verify": {"against": 1.0, "top": 1, "stance_threshold": 0.6, "stance_scale": 1.0, "stance_unclear": 0.0},
     }
@@ -318,7 +318,7 @@ def test_config_settings_take_the_models_then_the_pipeline_file_then_the_overrid
         "retrieve": ["candidates"], "relevance": ["floor", "weight", "relative", "threshold", "k", "min_keep"],
         "stance": ["margin", "scale", "unclear", "other_side", "threshold", "floor"], "cluster": ["weight", "threshold"],
         "expand": ["neighbours", "agree", "vote", "weight", "threshold", "stance_threshold"],
-        "evidence": ["rival", "relative", "threshold", "k", "min_keep", "depth", "stance_threshold"],
+        "evidence": ["rival", "floor", "relative", "threshold", "k", "min_keep", "depth", "stance_threshold"],
         "verify": ["against", "top", "stance_threshold", "stance_scale", "stance_unclear"]}
     built = [configure(stage, settings[stage.name]) for stage in perspectrum.pipeline.stages.ORDER]
     assert built[4].stance_threshold == 0.6 and built[1].cut == {"relative": True, "threshold": 0.7, "k": 30,
@@ -403,16 +403,19 @@ def test_a_paragraph_arguing_against_its_perspective_is_dropped() -> None:
                               evidence_text={d: d.upper() for d in "abcd"})
     cut = {"relative": False, "threshold": 0.1, "k": 5, "min_keep": 1}
 
-    def run(rival: float) -> list[list[str]]:
+    def run(rival: float, floor: float = 0.0) -> list[list[str]]:
         state = ClaimState("claim", kept=[Member(1, 0.9, support=0.9), Member(2, 0.8, support=0.1)],
                            groups=[Group([0], support=0.9), Group([1], support=0.1)])
-        EvidenceStage(**cut, rival=rival, stance_threshold=0.5).run([state], context)
-        assert state.groups[0].rivals == {"b": pytest.approx(0.45)}  # "a" and "d": no rival read them
+        EvidenceStage(**cut, rival=rival, floor=floor, stance_threshold=0.5).run([state], context)
+        if not floor:
+            assert state.groups[0].rivals == {"b": pytest.approx(0.45)}  # "a" and "d": no rival read them
         return [[h.id for h in g.evidence] for g in state.groups]
 
     assert run(1.0) == [["a", "d", "b"], ["b", "c"]]  # off: kept as ranked
     assert run(0.2) == [["a", "d"], ["b", "c"]]  # it argues the other side: dropped from the supporting card
     assert run(0.5) == [["a", "d", "b"], ["b", "c"]]  # a gap of 0.45 is within 0.5: kept
+    assert run(1.0, floor=0.55) == [["a", "d"], ["b", "c"]]  # below the floor: not shown
+    assert run(1.0, floor=0.92) == [[], ["b"]]  # even the one min_keep keeps: the card shows none
 
 
 def test_a_one_sided_answer_takes_the_most_relevant_candidate_from_the_other_side() -> None:

@@ -200,6 +200,9 @@ class EvidenceSettings(StageSettings, Cut):
         rival: a kept paragraph is dropped from a cluster when a cluster of the claim that
             leans the other way (by ``stance_threshold``, the stance stage's unless given)
             scored it more than this above it: it argues the other side (1: never). Chosen on dev.
+        floor: a paragraph the ranker gives a probability below this is not shown, even as
+            the one ``min_keep`` keeps; a card left with none says no evidence was found
+            (0: all shown). Chosen on dev.
     """
 
     name: ClassVar[str] = "evidence"
@@ -210,6 +213,7 @@ class EvidenceSettings(StageSettings, Cut):
     min_keep: int = setting(chosen=MODEL)
     depth: int = DEPTH
     rival: float = setting(1.0, chosen=PIPELINE)
+    floor: float = setting(0.0, chosen=PIPELINE)
     stance_threshold: float = setting(0.5, follows=("stance", "threshold"))
 
 

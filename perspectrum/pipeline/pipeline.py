@@ -48,7 +48,7 @@ from perspectrum.pipeline.results import (
     EvidenceHit,
     Phrasing,
     calibrated,
-    side,
+    headed,
 )
 from perspectrum.models.scorers import Scorers
 from perspectrum.models.settings import PIPELINE, check_settings, defaults, followed
@@ -436,8 +436,9 @@ class Pipeline:
                               for m in (state.kept[i] for i in group.members))
             p = group.support
             q = calibrated(p, stance["threshold"], stance["scale"])
+            phrasings, shown = headed(phrasings, q, stance["unclear"])
             found.append(DiscoveredPerspective(
-                text=phrasings[0].text, id=phrasings[0].id, stance=side(q, stance["unclear"]),
+                text=phrasings[0].text, id=phrasings[0].id, stance=shown,
                 support_probability=round(p, 4), stance_confidence=round(max(q, 1.0 - q), 4),
                 relevance=phrasings[0].relevance, phrasings=phrasings,
                 evidence=tuple(group.evidence) if with_evidence else (), support_calibrated=round(q, 4)))

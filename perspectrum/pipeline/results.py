@@ -12,6 +12,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from perspectrum.text.polarity import takes_no_side
+
 #: Version of :meth:`Discovery.to_dict`'s layout; bumped on any incompatible change
 #: (2: ``stance`` may be ``"unclear"``, ``stance_confidence`` is calibrated on dev, and
 #: ``support_calibrated`` is new).
@@ -158,3 +160,12 @@ def side(q: float, unclear: float) -> str:
     if abs(q - 0.5) < unclear:
         return "unclear"
     return "support" if q >= 0.5 else "undermine"
+
+
+def headed(phrasings: tuple[Phrasing, ...], q: float, unclear: float) -> tuple[tuple[Phrasing, ...], str]:
+    """A card's phrasings with one that takes a side first (one that only frames the debate,
+    :func:`~perspectrum.text.polarity.takes_no_side`, never heads a card), and the side
+    shown: :func:`side`, or ``"unclear"`` when no phrasing takes a side, whatever the
+    stance model read into it."""
+    ordered = tuple(sorted(phrasings, key=lambda f: takes_no_side(f.text)))
+    return ordered, "unclear" if takes_no_side(ordered[0].text) else side(q, unclear)

@@ -116,3 +116,25 @@ def negate(claim: str) -> str | None:
             return opposite
         return text[:copula.end(1)] + " not" + text[copula.end(1):]
     return None
+
+
+#: A sentence that frames a debate instead of taking a side in it: "The question is whether
+#: social media is good or bad for us.", "The debate over open and closed primaries,
+#: explained.", "There's an ongoing debate about …", "… has been hotly debated".
+_FRAMING = re.compile(
+    r"^\s*(?:(?:the|a) (?:big |real |key )?(?:question|issue|debate|dilemma)(?: is| of| over| about| on)?"
+    r"(?: (?:whether|what|how|if)\b|\b(?= over| about| on| continues))"
+    r"|there(?:'s| is| are)(?: an?)?(?: ongoing| long| heated| fierce)? (?:debate|controversy|disagreement)"
+    r" (?:about|over|on|as to)\b)"
+    r"|\b(?:has|have) (?:long )?been (?:hotly |fiercely |widely )?(?:debated|discussed|contested)\b"
+    r"|\bpros and cons\b", re.IGNORECASE)
+#: Words that give a reason or a turn, after which a framing sentence does take a side.
+_ARGUES = re.compile(r"\b(but|because|since|so|however|yet|though|although|as many|which is why|therefore|conclude\w*)\b|, as\b",
+                     re.IGNORECASE)
+
+
+def takes_no_side(text: str) -> bool:
+    """Whether ``text`` only frames the debate (asks the question, names the debate) and
+    gives no reason or turn that would take a side in it. Such a statement is shown as
+    "side unclear", never as a supporting or undermining perspective."""
+    return bool(_FRAMING.search(text)) and not _ARGUES.search(text)

@@ -4,7 +4,7 @@ The ranker reads every cluster of the claim at once (a paragraph usually argues 
 perspective, so how much better it fits this cluster than its siblings is the signal)
 and a dev-tuned cut on its probability keeps the cluster's evidence. A kept paragraph
 that a cluster on the other side rates clearly higher (the ``rival`` setting) argues
-that side, and is dropped from this one.
+that side, and is dropped from this one; one below the ``floor`` is not shown at all.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class EvidenceStage(EvidenceSettings):
             leans = [group.support >= self.stance_threshold for group in state.groups]
             for c, group in enumerate(state.groups):
                 run = ranked(scores.get((n, c), []))
-                kept = keep(run, self.cut)
+                kept = [d for d in keep(run, self.cut) if prob[c][d] >= self.floor]
                 others = [prob[o] for o in range(len(state.groups)) if leans[o] != leans[c]]
                 rated = {d: [other[d] for other in others if d in other] for d in kept}
                 group.rivals = {d: round(max(rated[d]) - prob[c][d], 4) for d in kept if rated[d]}
