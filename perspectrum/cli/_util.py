@@ -130,6 +130,21 @@ ModelsDir = Annotated[
     typer.Option("--models-dir", help=f"Where trained models live [default: ${MODELS_ENV} or ./{DEFAULT_MODELS_DIR}]."),
 ]
 
+
+
+def _use_device(name: str | None) -> str | None:
+    """``--device``'s callback: checked and made the process's device before the command runs."""
+    if name is not None:
+        from perspectrum.encoders.device import use
+
+        use(name)
+    return name
+
+
+DeviceOpt = Annotated[Optional[str], typer.Option(
+    "--device", callback=_use_device, help="Where the models run: cpu, cuda or cuda:N [default: "
+    "$PERSPECTRUM_DEVICE, else cuda when torch sees a GPU, else cpu].")]
+
 JsonOut = Annotated[Optional[Path], typer.Option("--json", help="Write the full result as JSON here.")]
 
 OwnPerspectives = Annotated[Optional[Path], typer.Option(

@@ -10,7 +10,8 @@ import typer
 
 from perspectrum._progress import literal
 from perspectrum.cli._util import (BackendChoice, BackendOpt, DataDir, IndexDir, MilvusUri, ModelsDir, NoVerify,
-                                   OwnEvidence, OwnPerspectives, _claim, _echo_json, _pipeline, _say, app, console)
+                                   OwnEvidence, OwnPerspectives, _claim, _echo_json, _pipeline, _say, app, console,
+                                   DeviceOpt)
 from perspectrum.errors import PerspectrumError
 
 NoEvidence = Annotated[bool, typer.Option("--no-evidence", help="Skip evidence retrieval (faster).")]
@@ -33,6 +34,7 @@ def discover_cli(
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
+    device: DeviceOpt = None,
     no_verify: NoVerify = False,
     perspectives: OwnPerspectives = None,
     evidence: OwnEvidence = None,
@@ -97,6 +99,7 @@ def discover_batch_cli(
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
+    device: DeviceOpt = None,
     no_verify: NoVerify = False,
     perspectives: OwnPerspectives = None,
     evidence: OwnEvidence = None,

@@ -10,7 +10,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from perspectrum.cli._util import (BackendChoice, BackendOpt, DataDir, IndexDir, JsonOut, MilvusUri, ModelsDir,
-                                   NoVerify, _error, _models_dir, _pipeline, _say, _store, _write_json, app, console)
+                                   NoVerify, _error, _models_dir, _pipeline, _say, _store, _write_json, app, console,
+                                   DeviceOpt)
 from perspectrum.errors import PerspectrumError
 
 
@@ -46,6 +47,7 @@ def evaluate_cli(
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
+    device: DeviceOpt = None,
     no_verify: NoVerify = False,
     backend: BackendOpt = BackendChoice.embedded,
     milvus_uri: MilvusUri = None,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from perspectrum.cli._util import ModelsDir, app
+from perspectrum.cli._util import DeviceOpt, ModelsDir, app
 from perspectrum.errors import PerspectrumError
 
 #: The fields each line holds, per task.
@@ -23,6 +23,7 @@ def score_cli(
     pairs: Annotated[Path, typer.Argument(help='JSONL: one {"claim", "perspective"} per line ({"claim", '
                                                '"perspective", "other"} for equivalence).', show_default=False)],
     models_dir: ModelsDir = None,
+    device: DeviceOpt = None,
 ) -> None:
     """Score (claim, perspective) pairs with one task's model, opening no index.
 

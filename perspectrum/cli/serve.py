@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from perspectrum.cli._util import (DataDir, IndexDir, ModelsDir, NoVerify, OwnEvidence, OwnPerspectives, _pipeline,
-                                   app)
+                                   app, DeviceOpt)
 from perspectrum.errors import PerspectrumError
 
 
@@ -31,6 +31,7 @@ def serve_cli(
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
+    device: DeviceOpt = None,
     no_verify: NoVerify = False,
     perspectives: OwnPerspectives = None,
     evidence: OwnEvidence = None,

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from perspectrum._progress import literal
 from perspectrum.cli._util import (BackendChoice, BackendOpt, DataDir, IndexDir, MilvusUri, ModelsDir, NoVerify,
-                                   _echo_json, _say, _store, app, console)
+                                   _echo_json, _say, _store, app, console, DeviceOpt)
 
 
 @app.command("setup")
@@ -19,6 +19,7 @@ def setup_cli(
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
+    device: DeviceOpt = None,
     no_verify: NoVerify = False,
     backend: BackendOpt = BackendChoice.embedded,
     milvus_uri: MilvusUri = None,

@@ -10,7 +10,7 @@ import typer
 
 from perspectrum._progress import printable
 from perspectrum.cli._util import (DataDir, IndexDir, ModelsDir, NoVerify, _claim, _echo_json, _error, _pipeline,
-                                   app, console)
+                                   app, console, DeviceOpt)
 from perspectrum.errors import PerspectrumError
 
 DocumentFile = Annotated[Path, typer.Argument(
@@ -64,6 +64,7 @@ def mine_cli(
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
+    device: DeviceOpt = None,
     no_verify: NoVerify = False,
 ) -> None:
     """Find the argument units of a text for a claim: spans (some shorter than a sentence)
@@ -104,6 +105,7 @@ def match_cli(
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
+    device: DeviceOpt = None,
     no_verify: NoVerify = False,
 ) -> None:
     """Tell which arguments a speech, essay or transcript makes, each with the sentence that makes it."""

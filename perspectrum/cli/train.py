@@ -12,7 +12,7 @@ from rich.table import Table
 
 from perspectrum._progress import literal
 from perspectrum.cli._util import (DataDir, IndexDir, JsonOut, ModelsDir, NoVerify, _metric, _models_dir, _pipeline,
-                                   _store, _write_json, app, console)
+                                   _store, _write_json, app, console, DeviceOpt)
 from perspectrum.errors import PerspectrumError
 
 
@@ -39,6 +39,7 @@ def train_cli(
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
+    device: DeviceOpt = None,
     no_verify: NoVerify = False,
 ) -> None:
     """Fine-tune the cross-encoders and fit the evidence ranker, tune their cut-offs on dev, save models/<task>/."""
@@ -89,6 +90,7 @@ def tune_cli(
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
+    device: DeviceOpt = None,
     no_verify: NoVerify = False,
 ) -> None:
     """Choose the pipeline's relevance floor, stance margin, clustering cut and expansion on dev; store them beside the models.

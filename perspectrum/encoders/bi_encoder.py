@@ -24,6 +24,7 @@ import numpy as np
 
 from perspectrum import integrity
 from perspectrum._progress import progress
+from perspectrum.encoders.device import CPU, Device, choose
 from perspectrum.errors import PerspectrumError
 
 if TYPE_CHECKING:
@@ -63,23 +64,27 @@ class MeanPooled:
     Offers the two methods :class:`Encoder` uses of a ``SentenceTransformer``.
     """
 
-    def __init__(self, path: Path, max_length: int, files: dict[str, str] | None) -> None:
+    def __init__(self, path: Path, max_length: int, files: dict[str, str] | None, device: Device = CPU) -> None:
         from perspectrum.encoders import traced
 
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
         self.hidden_size = int(config["hidden_size"])
+        self.device = device
         self.tokens = traced.Tokens.from_folder(path, max_length, traced.token_types(config))
-        copy = traced.load(path, False, files)
+        copy = None if device.gpu else traced.load(path, False, files)
         model = None
         if copy is None:
             if files is not None:
                 integrity.check(path, files)
             (AutoModel,) = transformers_classes("AutoModel")
             model = AutoModel.from_pretrained(str(path), use_safetensors=True).eval()
-            copy = traced.trace(path, False, files, model, self.tokens, "last_hidden_state", pairs=False)
+            if device.gpu:  # the model itself, in half precision (traced copies are the CPU's)
+                model = model.half().to(device.name)
+            else:
+                copy = traced.trace(path, False, files, model, self.tokens, "last_hidden_state", pairs=False)
         #: The transformer's last hidden states for tokenised inputs: the traced copy
         #: where there is one (no transformers import), else the model itself.
-        self._hidden = traced.forward(copy, model, "last_hidden_state")
+        self._hidden = traced.forward(copy, model, "last_hidden_state", device.name)
 
     @classmethod
     def fits(cls, path: Path) -> int | None:
@@ -106,10 +111,10 @@ class MeanPooled:
         for start in range(0, len(texts), batch_size):
             batch = self.tokens(texts[start:start + batch_size])
             with torch.inference_mode():
-                tokens = self._hidden(batch)
-                mask = batch["attention_mask"].unsqueeze(-1).to(tokens.dtype)
+                tokens = self._hidden(batch).float()
+                mask = batch["attention_mask"].to(tokens.device).unsqueeze(-1).to(tokens.dtype)
                 pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                out.append(torch.nn.functional.normalize(pooled, p=2, dim=1).numpy())
+                out.append(torch.nn.functional.normalize(pooled, p=2, dim=1).cpu().numpy())
         return np.concatenate(out).astype(np.float32) if out else np.zeros((0, self.get_embedding_dimension()),
                                                                           dtype=np.float32)
 
@@ -158,10 +163,13 @@ class Encoder:
 
     Args:
         path: the model folder; ``None`` picks :func:`default_encoder_path`.
+        device: where it runs (``None``: :func:`perspectrum.encoders.device.choose`'s, when
+            first loaded).
     """
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, device: str | None = None) -> None:
         self.path = Path(path) if path is not None else default_encoder_path()
+        self.requested_device = device
         if not (self.path / "config.json").is_file():
             raise PerspectrumError(f"encoder folder {self.path} has no config.json")
         #: The files' sums as installed, checked before they are read (a folder of your
@@ -192,16 +200,28 @@ class Encoder:
             if self._model is None:
                 if self.files is not None:
                     integrity.check(self.path, self.files, [n for n in READ if n in self.files])
+                device = self.device
                 max_length = MeanPooled.fits(self.path)
                 if max_length is not None:
-                    self._model = MeanPooled(self.path, max_length, self.files)
+                    self._model = MeanPooled(self.path, max_length, self.files, device)
                 else:
                     transformers_classes()  # offline and quiet first
                     from sentence_transformers import SentenceTransformer
 
-                    self._model = SentenceTransformer(str(self.path), device="cpu",
-                                                      model_kwargs={"use_safetensors": True})
+                    kwargs: dict[str, Any] = {"use_safetensors": True}
+                    if device.half:
+                        import torch
+
+                        kwargs["torch_dtype"] = torch.float16
+                    self._model = SentenceTransformer(str(self.path), device=device.name, model_kwargs=kwargs)
             return self._model
+
+    @property
+    def device(self) -> Device:
+        """Where the model runs (chosen once, when first asked)."""
+        if not hasattr(self, "_device"):
+            self._device = choose(self.requested_device)
+        return self._device
 
     @property
     def dimension(self) -> int:
@@ -220,6 +240,8 @@ class Encoder:
         lengths and the progress bar moves steadily.
         """
         model = self.model
+        if self.device.gpu:
+            batch_size = max(batch_size, self.device.batch_size)
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         order = np.argsort([-len(t) for t in texts], kind="stable")
         chunk = batch_size * 4

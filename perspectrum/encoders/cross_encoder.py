@@ -20,6 +20,7 @@ from perspectrum import integrity
 from perspectrum.encoders import traced
 from perspectrum._progress import progress
 from perspectrum.encoders.bi_encoder import transformers_classes
+from perspectrum.encoders.device import CPU, Device, choose
 from perspectrum.errors import PerspectrumError
 
 #: The file beside the Hugging Face weights that holds what perspectrum needs to use
@@ -71,15 +72,18 @@ class CrossEncoderModel:
         model: the transformers model (float); ``None`` when ``copy`` is given.
         tokenizer: its transformers tokenizer (``None`` with ``copy``); kept for :meth:`write`.
         meta: the model's ``perspectrum.json``.
-        quantize: run the linear layers in int8.
+        quantize: run the linear layers in int8 (on the CPU only).
         copy: a traced copy to run instead, with ``tokens`` (required with it) to feed it.
+        device: where it runs: on a GPU (:mod:`perspectrum.encoders.device`), a half-precision
+            copy of the float model, never int8 or traced.
     """
 
     def __init__(self, model: Any, tokenizer: Any, meta: dict[str, Any], quantize: bool = True,
-                 copy: Any = None, tokens: traced.Tokens | None = None) -> None:
+                 copy: Any = None, tokens: traced.Tokens | None = None, device: Device = CPU) -> None:
         self.meta = meta
         self.tokenizer = tokenizer
         self._float_model = model
+        self.device = device
         if copy is not None:
             if tokens is None:
                 raise ValueError("a traced copy needs the tokens that feed it")
@@ -87,22 +91,27 @@ class CrossEncoderModel:
         else:
             import torch
 
-            if quantize:
+            if device.gpu:
+                import copy as copying
+
+                model = copying.deepcopy(model).half().to(device.name).eval()
+            elif quantize:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
             self.model = model
             self.tokens = traced.Tokens.of(tokenizer, self.max_length, traced.token_types(model.config.to_dict()))
-        self._logits = traced.forward(copy, self.model, "logits")
+        self._logits = traced.forward(copy, self.model, "logits", device.name)
         self._lock = threading.Lock()
 
     @classmethod
-    def load(cls, folder: str | Path, quantize: bool = True) -> CrossEncoderModel:
+    def load(cls, folder: str | Path, quantize: bool = True, device: Device | None = None) -> CrossEncoderModel:
         """Open a folder written by :meth:`save`; a missing or broken one is a one-line error.
 
         ``quantize`` is honoured only where the model's meta allows it (``"quantize":
         false`` marks a model whose accuracy int8 would cost). The first load makes the
-        traced copy that later loads use. Every file read is first checked against the
+        traced copy that later loads use (on the CPU; a GPU, ``device`` or else
+        :func:`~perspectrum.encoders.device.choose`'s, runs the float model in half precision). Every file read is first checked against the
         SHA-256 recorded in ``perspectrum.json`` when the folder was written (see
         :mod:`perspectrum.integrity`); weights are read only as ``safetensors``, never
         from a pickled ``pytorch_model.bin``.
@@ -120,7 +129,8 @@ class CrossEncoderModel:
         except (KeyError, TypeError, ValueError, OverflowError):
             raise PerspectrumError(f"{meta_path} has no params.max_length: retrain the model") from None
         quantize = quantize and meta.get("quantize", True)
-        copy = traced.load(folder, quantize, files)
+        device = device or choose()
+        copy = None if device.gpu else traced.load(folder, quantize, files)
         if copy is not None:
             tokens = traced.Tokens.from_folder(folder, max_length, traced.token_types(config))
             return cls(None, None, meta, quantize, copy=copy, tokens=tokens)
@@ -132,7 +142,9 @@ class CrossEncoderModel:
             model = AutoModelForSequenceClassification.from_pretrained(str(folder), use_safetensors=True).eval()
         except (OSError, ValueError) as exc:
             raise PerspectrumError(f"cannot load the model in {folder}: {exc}".splitlines()[0]) from None
-        loaded = cls(model, tokenizer, meta, quantize)
+        loaded = cls(model, tokenizer, meta, quantize, device=device)
+        if device.gpu:
+            return loaded
         copy = traced.trace(folder, quantize, files, loaded.model, loaded.tokens, "logits", pairs=True)
         if copy is None:
             return loaded
@@ -144,9 +156,12 @@ class CrossEncoderModel:
 
     def score(self, pairs: Sequence[Pair], batch_size: int = 64, show_progress: bool = False,
               description: str = "scoring") -> np.ndarray:
-        """P(positive) for each pair, in input order (float32)."""
+        """P(positive) for each pair, in input order (float32); on a GPU, ``batch_size`` at
+        least the device's (on the CPU it stays as given: int8 scales each batch's activations)."""
         import torch
 
+        if self.device.gpu:
+            batch_size = max(batch_size, self.device.batch_size)
         out = np.zeros(len(pairs), dtype=np.float32)
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         with progress(description, len(pairs), enabled=show_progress) as advance:
@@ -154,8 +169,8 @@ class CrossEncoderModel:
                 batch = order[start:start + batch_size]
                 encoded = self.tokens([pairs[i][0] for i in batch], [pairs[i][1] for i in batch])
                 with self._lock, torch.inference_mode():
-                    logits = self._logits(encoded)[:, 0]
-                out[batch] = torch.sigmoid(logits).numpy()
+                    logits = self._logits(encoded)[:, 0].float()
+                out[batch] = torch.sigmoid(logits).cpu().numpy()
                 advance(len(batch))
         return out
 

