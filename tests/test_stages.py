@@ -448,7 +448,11 @@ def test_a_one_sided_answer_takes_the_most_relevant_candidate_from_the_other_sid
     assert run(2) == ["k1", "k2"]  # only c1 and c2 read: none undermines
     Scorers.calls.clear()
     run(10)
-    assert Scorers.calls == [2, 4]  # "low" is under the floor: never read
+    assert Scorers.calls == [2, 3]  # read three at a time: c3 undermines, so c4 is never read
+    support["c3"] = 0.45  # now unclear: the next round reads c4, the last above the floor
+    Scorers.calls.clear()
+    assert run(10) == ["k1", "k2", "c4"]
+    assert Scorers.calls == [2, 3, 1]  # "low" is under the floor: never read
 
 
 def test_a_paragraph_whose_window_argues_the_other_side_is_dropped() -> None:

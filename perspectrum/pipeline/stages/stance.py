@@ -13,6 +13,10 @@ from perspectrum.pipeline.results import calibrated, side
 from perspectrum.pipeline.stages.base import ClaimState, Context, Member
 
 
+#: Candidates the other-side search reads per round (it stops at the first on the other side).
+OTHER_SIDE_CHUNK = 3
+
+
 class Stance(StanceSettings):
     """P(support) per kept perspective and its confident side (settings:
     :class:`~perspectrum.models.settings.StanceSettings`)."""
@@ -44,16 +48,25 @@ class Stance(StanceSettings):
                           key=lambda c: -c.score)[:self.other_side]
             if rest:
                 asks.append((state, sides.pop(), rest))
-        if not asks:
-            return
-        pairs = [(state.claim, context.perspective_text[c.id]) for state, _, rest in asks for c in rest]
-        scores = iter(context.scorers.stance(pairs))
-        for state, have, rest in asks:
-            read = [(c, float(next(scores))) for c in rest]
-            other = [(c, p) for c, p in read if self.shown(p) not in (have, "unclear")]
-            if other:
-                c, p = other[0]
-                state.kept.append(Member(c.id, c.score, support=p, side=self.side(p)))
+        # read in relevance order, a few at a time, and stop at the first on the other side:
+        # the same perspective as reading all of them, for fewer stance pairs
+        for start in range(0, self.other_side, OTHER_SIDE_CHUNK):
+            if not asks:
+                return
+            chunks = [rest[start:start + OTHER_SIDE_CHUNK] for _, _, rest in asks]
+            pairs = [(state.claim, context.perspective_text[c.id]) for (state, _, _), chunk in zip(asks, chunks)
+                     for c in chunk]
+            scores = iter(context.scorers.stance(pairs)) if pairs else iter(())
+            waiting = []
+            for (state, have, rest), chunk in zip(asks, chunks):
+                read = [(c, float(next(scores))) for c in chunk]
+                other = [(c, p) for c, p in read if self.shown(p) not in (have, "unclear")]
+                if other:
+                    c, p = other[0]
+                    state.kept.append(Member(c.id, c.score, support=p, side=self.side(p)))
+                elif len(rest) > start + OTHER_SIDE_CHUNK:
+                    waiting.append((state, have, rest))
+            asks = waiting
 
     def side(self, support: float) -> int:
         """+1 confident support, −1 confident undermine, 0 unsure."""
