@@ -80,9 +80,11 @@ def _cuda_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def choose(requested: str | None = None, cuda_count: Callable[[], int] = _cuda_count) -> Device:
+def choose(requested: str | None = None, cuda_count: Callable[[], int] | None = None) -> Device:
     """The device to run on: ``requested``, else ``$PERSPECTRUM_DEVICE`` (which :func:`use`
-    sets), else ``cuda`` when ``cuda_count()`` (the GPUs torch sees) is at least one, else the CPU."""
+    sets), else ``cuda`` when ``cuda_count()`` (the GPUs torch sees; by default asked of torch
+    when called) is at least one, else the CPU."""
+    cuda_count = cuda_count or _cuda_count
     name = requested or os.environ.get(ENV, "").strip()
     if not name:
         return Device("cuda") if cuda_count() > 0 else CPU
