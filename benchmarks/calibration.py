@@ -5,7 +5,9 @@
 
 On dev it runs ``discover`` on every claim with the settings stored beside the models
 (before), fits the temperature scaling and chooses the band on dev's gold pairs
-(:func:`perspectrum.train.tune_pipeline.stance_calibration`), stores them in the models'
+(:func:`perspectrum.train.tune_pipeline.stance_calibration`), checks that fit on what dev's
+answers show and refits there where it fails (:func:`~perspectrum.train.tune_pipeline.shown_calibration`,
+the same two steps as ``perspectrum tune``), stores the result in the models'
 ``pipeline.json``, and runs dev again (after). On test it only measures what is stored.
 Figures are over the returned gold perspectives (a perspective in a card shown as "side
 unclear" is left out of the wrong-side share and the calibration error, and counted in
@@ -29,8 +31,8 @@ from perspectrum.eval.metrics import calibration_bins, calibration_error
 from perspectrum.eval.pipeline import score
 from perspectrum.eval.report import plot_reliability
 from perspectrum.models.scorers import PIPELINE_FILE
-from perspectrum.pipeline.pipeline import Pipeline
-from perspectrum.train.tune_pipeline import settings_folder, stance_calibration
+from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
+from perspectrum.train.tune_pipeline import CachingScorers, settings_folder, shown_calibration, stance_calibration
 
 
 
@@ -41,7 +43,7 @@ def linear(p: float, threshold: float) -> float:
     return 0.5 + 0.5 * (threshold - p) / max(1e-9, threshold)
 
 
-def measure(pipe: Pipeline, dataset: Any, split: str) -> tuple[dict[str, Any], list[dict[str, float]]]:
+def measure(pipe: Pipeline, dataset: Any, split: str) -> tuple[dict[str, Any], list[dict[str, float]], list[Any]]:
     claims = dataset.split(split)
     started = time.perf_counter()
     results = []
@@ -72,11 +74,12 @@ def measure(pipe: Pipeline, dataset: Any, split: str) -> tuple[dict[str, Any], l
         "calibration_bins": scores["calibration_bins"],
         "seconds": round(time.perf_counter() - started, 1),
     }
-    return row, calibration_bins(old_conf, old_right)
+    return row, calibration_bins(old_conf, old_right), results
 
 
 def main() -> None:
     parser = pipeline_parser(__doc__)
+    parser.add_argument("--name", default="", help="a word put in the files' names (e.g. trained)")
     args = parser.parse_args()
     dataset = load_dataset()
     pipe = Pipeline.load(index_dir=args.index_dir, models_dir=args.models_dir)
@@ -84,21 +87,36 @@ def main() -> None:
     record: dict[str, Any] = {"command": f"python -m benchmarks.calibration --models-dir MODELS --split {args.split}",
                               "models": pipe.system, "split": args.split}
     if args.split == "dev":
-        before, linear_bins = measure(pipe, dataset, "dev")
-        calibration = stance_calibration(dataset, pipe, "dev")
+        cached = CachingScorers(pipe.scorers)
+
+        def run(stance: dict[str, Any]) -> Pipeline:
+            return pipe.with_config(PipelineConfig(**{**pipe.config.to_dict(), "overrides": {"stance": stance}}),
+                                    cached)
+
+        before, linear_bins, results = measure(run({}), dataset, "dev")
+        calibration = stance_calibration(dataset, run({}), "dev")
+        stored_stance = {k: pipe.settings["stance"].get(k) for k in calibration["settings"]}
+        if stored_stance != calibration["settings"]:  # answers with the pairs' fit, to check it on
+            results = measure(run(calibration["settings"]), dataset, "dev")[2]
+        threshold = float(pipe.settings["stance"]["threshold"])
+        calibration["shown"] = shown_calibration(dataset.split("dev"), results, threshold, calibration["settings"])
+        chosen = calibration["shown"]["settings"]
         path = settings_folder(pipe) / PIPELINE_FILE
         stored = json.loads(path.read_text(encoding="utf-8"))
-        stored["settings"].setdefault("stance", {}).update(calibration["settings"])
+        stored["settings"].setdefault("stance", {}).update(chosen)
         stored["calibration"] = calibration
         write_json(path, stored)
-        after, _ = measure(Pipeline.load(index_dir=args.index_dir, models_dir=args.models_dir), dataset, "dev")
+        reloaded = Pipeline.load(index_dir=args.index_dir, models_dir=args.models_dir).settings["stance"]
+        assert {k: reloaded[k] for k in chosen} == chosen, "the stored calibration did not load back"
+        after, _, _ = measure(run(chosen), dataset, "dev")
         record |= {"before": before, "calibration": calibration, "after": after}
         panels = {"before (linear rescale)": linear_bins, "after (calibrated on dev)": after["calibration_bins"]}
     else:
-        record["after"], _ = measure(pipe, dataset, args.split)
+        record["after"], _, _ = measure(pipe, dataset, args.split)
         panels = {f"{args.split}, calibrated on dev": record["after"]["calibration_bins"]}
-    write_json(args.out / f"calibration_{args.split}.json", record)
-    plot_reliability(panels, args.out / f"calibration_{args.split}.png")
+    name = f"calibration_{args.name + '_' if args.name else ''}{args.split}"
+    write_json(args.out / f"{name}.json", record)
+    plot_reliability(panels, args.out / f"{name}.png")
     summary = {k: v for k, v in record.get("after", {}).items() if k != "calibration_bins"}
     print(json.dumps(summary, indent=1))
 

@@ -341,6 +341,37 @@ def test_calibrated_support_is_half_at_the_threshold_and_the_side_never_moves() 
     assert side(0.5, 0.0) == "support" and side(0.49, 0.0) == "undermine"
 
 
+def _cards(right: int, of: int = 20) -> tuple[Claim, Discovery]:
+    """One claim with ``of`` one-perspective gold clusters and one card each: cards alternate at
+    P(support) 0.9 and 0.1, and the first ``right`` of them are on their gold side."""
+    clusters, cards = [], []
+    for i in range(of):
+        leans = i % 2 == 0
+        clusters.append(Cluster((i,), "SUPPORT" if leans == (i < right) else "UNDERMINE", "", (), ()))
+        card = _found((i,), "support" if leans else "undermine", ())
+        cards.append(replace(card, support_probability=0.9 if leans else 0.1))
+    return Claim(1, "claim", "fixture", "dev", (), tuple(clusters)), Discovery("claim", "test", tuple(cards), {})
+
+
+def test_the_calibration_is_checked_on_what_the_answers_show_and_refitted_there_when_off() -> None:
+    from perspectrum.pipeline.results import calibrated
+    from perspectrum.train.tune_pipeline import MAX_SHOWN_ECE, shown_calibration
+
+    # cards shown at 90 % that are right 70 % of the time: off by 0.2, so the scale is refitted
+    claim, answer = _cards(right=14)
+    record = shown_calibration([claim], [answer], 0.5, {"scale": 1.0, "unclear": 0.0})
+    assert record["ece_pairs_fit"] == pytest.approx(0.2) and record["refitted"]
+    scale = record["settings"]["scale"]
+    assert calibrated(0.9, 0.5, scale) == pytest.approx(0.7, abs=0.01) and record["ece_shown_fit"] < 0.01
+    band = record["settings"]["unclear"]  # the widest band tried that leaves every card on a side
+    assert band <= abs(calibrated(0.9, 0.5, scale) - 0.5) < band + 0.01
+    # cards shown at 90 % that are right 90 % of the time: the fit is kept as it was
+    claim, answer = _cards(right=18)
+    record = shown_calibration([claim], [answer], 0.5, {"scale": 1.0, "unclear": 0.05})
+    assert record["ece_pairs_fit"] <= MAX_SHOWN_ECE and not record["refitted"]
+    assert record["settings"] == {"scale": 1.0, "unclear": 0.05}
+
+
 def test_unclear_cards_count_neither_right_nor_wrong_and_calibration_error_by_hand() -> None:
     from perspectrum.eval.metrics import calibration_bins, calibration_error
 
