@@ -47,9 +47,13 @@ RAISES = (0.0, 0.05, 0.1, 0.15, 0.2)
 #: :data:`perspectrum.train.light_heads.FIRST_RUN_SETTINGS`). For the models of ``train all``: a
 #: one-sided answer takes the most relevant of its next 10 candidates shown on the other side
 #: (claims answered with both sides 79.1 % → 90.7 %, T1 F1 56.0 → 55.1, T5 found 25.2 → 24.7,
-#: strict 8.1 → 8.1; eval/results/both_sides_trained_dev.json, the rule of the fresh path's).
+#: strict 8.1 → 8.1; eval/results/both_sides_trained_dev.json, the rule of the fresh path's); a
+#: paragraph that a cluster leaning the other way rates more than 0.15 above its own is dropped
+#: (top paragraphs of the other side 12.0 % → 10.1 % of the cards, T4 49.2 → 48.7) and one the
+#: ranker gives less than 0.1 is not shown (eval/results/evidence_side_trained_dev.json, the
+#: rules of benchmarks/evidence_side.py).
 CHOSEN_ON_DEV: dict[str, dict[str, dict[str, Any]]] = {
-    "trained": {"stance": {"other_side": 10}},
+    "trained": {"stance": {"other_side": 10}, "evidence": {"rival": 0.15, "floor": 0.1}},
 }
 #: Most of the returned clusters with 2+ gold perspectives that may mix gold stances on dev.
 MAX_MIXED = 0.05
