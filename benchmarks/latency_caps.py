@@ -9,6 +9,9 @@ claim once before, for one-off allocations), with no scores shared between caps.
 p50/p95 per stage and in total, what the slowest claims kept, and the split's T1–T5 and the
 reader's figures of the same answers (:func:`perspectrum.eval.pipeline.score`).
 
+Rule, fixed before the runs were read: the lowest cap whose dev T1 F1 and found T5 stay within
+0.5 points of the default cap's (30) is kept if it brings p95 per claim to 2.5 s or under.
+
 Writes ``eval/results/latency_caps_<name>_<split>.json``.
 """
 
