@@ -12,6 +12,7 @@ import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from perspectrum.errors import PerspectrumError
+from perspectrum.models import trees
 from perspectrum.models.trees import Forest
 
 
@@ -51,3 +52,13 @@ def test_forest_round_trips_and_refuses_damage(fitted):
                          ("a.leaf", lambda a: a.astype(np.float64))):
         with pytest.raises(PerspectrumError, match="damaged"):
             Forest.from_arrays({**arrays, name: change(arrays[name])}, "a.")
+
+
+def test_forest_scores_in_blocks_as_in_one(fitted, monkeypatch):
+    """Many rows are walked a block at a time (bounded memory) with the very same scores."""
+    classifier, rows, held = fitted
+    forest = Forest.of(classifier, rows)
+    whole = forest.predict_proba(held)
+    monkeypatch.setattr(trees, "WALKS", 40 * 7)  # blocks of 7 rows: 300 rows in 43 blocks, the last one short
+    assert np.array_equal(forest.predict_proba(held), whole)
+    assert forest.predict_proba(held[:0]).shape == (0,)

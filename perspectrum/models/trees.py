@@ -31,6 +31,10 @@ from perspectrum.errors import PerspectrumError
 TOLERANCE = 1e-9
 #: The node tables a forest keeps, each (trees × nodes), padded with leaves.
 FIELDS = ("feature", "threshold", "missing_left", "left", "right", "leaf", "value")
+#: Most (row, tree) walks scored at once: each walk holds a few int64 and float64 entries,
+#: so a block stays near 40 MB; scoring every window of the training claims at once reached
+#: 5 GB (eval/results/fresh_machine_memory.json).
+WALKS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -86,10 +90,21 @@ class Forest:
         return forest
 
     def predict_proba(self, rows: np.ndarray) -> np.ndarray:
-        """P(positive) for each row of ``rows`` (rows × :attr:`features`, float64)."""
+        """P(positive) for each row of ``rows`` (rows × :attr:`features`, float64).
+
+        Rows are walked a block at a time (:data:`WALKS` walks at most), so memory stays
+        bounded however many rows come: each row's score depends on that row alone.
+        """
         rows = np.asarray(rows, dtype=np.float64)
         if rows.ndim != 2 or rows.shape[1] != self.features:
             raise ValueError(f"expected rows of {self.features} features, got shape {rows.shape}")
+        block = max(1, WALKS // self.feature.shape[0])
+        if len(rows) <= block:
+            return self._walk(rows)
+        return np.concatenate([self._walk(rows[start:start + block]) for start in range(0, len(rows), block)])
+
+    def _walk(self, rows: np.ndarray) -> np.ndarray:
+        """:meth:`predict_proba` for one block of checked rows."""
         trees, width = self.feature.shape
         # every (row, tree) walk as one entry of flat arrays; node ids are global (tree × width + node)
         offset = np.arange(trees) * width
