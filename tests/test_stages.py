@@ -134,13 +134,14 @@ def test_unsure_members_join_and_the_cluster_takes_its_confident_members_side() 
 
 
 def test_a_merge_outweighing_a_cannot_link_is_split_again() -> None:
-    from perspectrum.pipeline.stages.cluster import _split
+    from perspectrum.models.rules import split_sides, vote
 
-    kept = [Member(1, 1.0, 0.9, 1), Member(2, 1.0, 0.5, 0), Member(3, 1.0, 0.5, 0), Member(4, 1.0, 0.1, -1)]
     matrix = np.full((4, 4), 0.9)
     matrix[0, 3] = matrix[3, 0] = 0.0
-    parts = _split([0, 1, 2, 3], kept, matrix, 0.6)
+    parts = split_sides([0, 1, 2, 3], [1, 0, 0, -1], matrix, 0.6)
     assert parts[0] == [0, 1, 2] and parts[1:] == [[3]]
+    assert split_sides([0, 1, 2], [1, 0, 1], matrix, 0.6) == [[0, 1, 2]]
+    assert vote([0.9, 0.5, 0.5], [1, 0, 0]) == 0.9 and vote([0.4, 0.6], [0, 0]) == 0.5 and vote([None], [0]) == 0.5
 
 
 @pytest.mark.parametrize("agree", [False, True])

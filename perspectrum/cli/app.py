@@ -14,8 +14,8 @@ imports every one of them, so :data:`app` holds every command.
 from __future__ import annotations
 
 # each module registers its commands on the app (or a sub-app) when imported
-from perspectrum.cli import (data, discover, evaluate, index, models, pool, score, search, serve, setup,  # noqa: F401
-                             text, train)
+from perspectrum.cli import (data, discover, evaluate, index, mapping, models, pool, score, search, serve,  # noqa: F401
+                             setup, text, train)
 from perspectrum.cli._util import app
 
 __all__ = ["app", "main"]

@@ -29,6 +29,7 @@ from perspectrum._progress import literal, printable
 from perspectrum.text.document import paragraphs
 from perspectrum.text.matching import ArgumentMatch
 from perspectrum.text.mining import MinedUnit
+from perspectrum.pipeline.mapping import MappedPerspective, PerspectiveMap
 from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit
 
 #: Characters of paragraph shown on either side of the highlighted window.
@@ -184,3 +185,29 @@ def matched(results: Iterable[ArgumentMatch]) -> Table:
         table.add_row(Text("yes", style="bold green") if found.made else Text("no", style="dim"),
                       f"{found.score:.2f}", literal(found.argument), where)
     return table
+
+
+def mapped(result: PerspectiveMap) -> RenderableType:
+    """A :class:`~perspectrum.pipeline.mapping.PerspectiveMap` as tables: the perspectives
+    the documents take, most prevalent first (side, key point, documents, share), then
+    those a single document makes ("also mentioned")."""
+    def table(title: str, rows: list[MappedPerspective]) -> Table:
+        out = Table(title=literal(title, "table.title"), title_justify="left")
+        for column, justify in (("#", "right"), ("side", "left"), ("perspective (key point)", "left"),
+                                ("documents", "right"), ("share", "right")):
+            out.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        for n, found in enumerate(rows, 1):
+            sure = f" {found.confidence:.0%}" if found.side != "unclear" else ""
+            out.add_row(str(n), Text(found.side + sure, style=COLOUR[found.side]), literal(found.key_point),
+                        f"{found.documents} ({found.units} units)", f"{found.share:.0%}")
+        return out
+
+    if not result.perspectives and not result.also_mentioned:
+        return Text("no argument units found for the claim in these documents", style="dim")
+    parts: list[RenderableType] = []
+    if result.perspectives:
+        parts.append(table(f"perspectives on “{result.claim}” across {result.documents} documents",
+                           result.perspectives))
+    if result.also_mentioned:
+        parts.append(table("also mentioned (by one document)", result.also_mentioned))
+    return Group(*parts)

@@ -10,6 +10,7 @@ knows about labels or metrics.
   the best and a cap;
 - :func:`latin_script`: whether a claim is written in the alphabet the models read;
 - :func:`average_linkage` / :func:`groups`: cluster a similarity matrix;
+- :func:`split_sides` / :func:`vote`: keep a cluster on one side, and the side it takes;
 - :data:`EVIDENCE_STRIDE`: how windows step through a paragraph.
 """
 
@@ -113,3 +114,30 @@ def groups(matrix: np.ndarray, threshold: float) -> list[list[int]]:
     for i, label in enumerate(average_linkage(matrix, threshold)):
         out.setdefault(int(label), []).append(i)
     return sorted(out.values(), key=lambda g: g[0])
+
+
+def split_sides(members: list[int], sides: Sequence[int], matrix: np.ndarray, threshold: float) -> list[list[int]]:
+    """``members`` (indices into ``sides`` and ``matrix``) as one cluster if no two are
+    confident opposites (``sides`` +1 and −1; 0 is unsure), else its majority side, and
+    the others clustered again among themselves.
+
+    Average linkage can merge two groups whose other pairs are similar enough to outweigh
+    the zero similarity of confident opposites; this keeps every cluster on one side.
+    """
+    held = [sides[i] for i in members]
+    if not (1 in held and -1 in held):
+        return [members]
+    votes = held.count(1) - held.count(-1)
+    keep_side = (1 if votes > 0 else -1) if votes else next(s for s in held if s)
+    staying = [i for i in members if sides[i] != -keep_side]
+    leaving = [i for i in members if sides[i] == -keep_side]
+    sub = matrix[np.ix_(leaving, leaving)]
+    return [staying, *([leaving[j] for j in g] for g in groups(sub, threshold))]
+
+
+def vote(supports: Sequence[float | None], sides: Sequence[int]) -> float:
+    """A cluster's P(support): the mean over its confident members (side ≠ 0), or over all
+    of them when none is confident; 0.5 when nothing was read."""
+    confident = [p for p, s in zip(supports, sides) if s and p is not None]
+    values = confident or [p for p in supports if p is not None]
+    return float(np.mean(values)) if values else 0.5

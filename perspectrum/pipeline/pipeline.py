@@ -56,6 +56,8 @@ from perspectrum.index.search import HybridSearcher
 from perspectrum.pipeline.stages import (EVIDENCE_STAGES, ORDER, ClaimState, Context, EvidenceStage, Retrieve, Stage, Verify,
                                          configure)
 from perspectrum.text.sentences import checked
+from perspectrum.pipeline.mapping import LOWER, MAX_MAP_UNITS, MapSettings, PerspectiveMap, build_map
+from perspectrum._progress import progress
 
 __all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery", "EvidenceHit", "NotPrepared",
            "Phrasing", "Pipeline", "PipelineConfig", "check_claim", "check_prepared", "own_store"]
@@ -352,6 +354,47 @@ class Pipeline:
         context = self._get().context
         return mine(text, claim, context.scorers, context.dense.encoder, self.settings["stance"]["threshold"],
                     settings or MineSettings())
+
+    def map(self, documents: Mapping[str, str] | Sequence[str], claim: str, settings: MapSettings | None = None,
+            skipped: Sequence[Any] = ()) -> PerspectiveMap:
+        """The perspectives a pile of ``documents`` takes on ``claim`` (see
+        :mod:`perspectrum.pipeline.mapping`): every document's argument units grouped across
+        documents, each perspective named by its key point, counted (documents, units, share),
+        stanced and quoted with document ids and character offsets. ``documents`` maps ids to
+        texts (a list of texts is numbered from 1); every text is checked before any work
+        starts. ``skipped`` (what a reader could not read, :class:`perspectrum.text.reading.Skipped`)
+        is carried into the answer."""
+        started = time.perf_counter()
+        claim = check_claim(claim)
+        if isinstance(documents, (str, bytes)):
+            raise PerspectrumError("map takes several documents: a mapping of ids to texts, or a list of texts")
+        items = list(documents.items()) if isinstance(documents, Mapping) else [
+            (str(n), text) for n, text in enumerate(documents, 1)]
+        if not items:
+            raise PerspectrumError("there are no documents to map")
+        texts = {str(doc_id): check_document(text, what=f"document {doc_id}") for doc_id, text in items}
+        settings = settings or MapSettings()
+        context = self._get().context
+        stance, cluster = self.settings["stance"], self.settings["cluster"]
+        units: list[tuple[str, MinedUnit]] = []
+        with progress("mining the documents", len(texts), enabled=self.show_progress) as advance:
+            for doc_id, text in texts.items():
+                units += [(doc_id, unit) for unit in mine(text, claim, context.scorers, context.dense.encoder,
+                                                          stance["threshold"], MineSettings())]
+                advance(1)
+        left_out = max(0, len(units) - MAX_MAP_UNITS)
+        if left_out:  # the most plainly argued units, in document order
+            best = sorted(range(len(units)), key=lambda i: -units[i][1].score)[:MAX_MAP_UNITS]
+            units = [units[i] for i in sorted(best)]
+        weight = cluster["weight"] if settings.weight is None else settings.weight
+        threshold = max(0.0, cluster["threshold"] - LOWER) if settings.threshold is None else settings.threshold
+        shown, also = build_map(claim, units, context.dense.encoder.encode, len(texts), context.scorers.equivalence,
+                                stance, settings, weight, threshold)
+        return PerspectiveMap(claim, len(texts), len(units), shown, also,
+                              [s.to_dict() if hasattr(s, "to_dict") else dict(s) for s in skipped],
+                              {"threshold": round(threshold, 4), "weight": weight, "neighbours": settings.neighbours,
+                               "min_documents": settings.min_documents, "units_left_out": left_out},
+                              time.perf_counter() - started)
 
     def match(self, text: str | Sequence[str], claim: str | None = None, arguments: Sequence[str] | None = None,
               settings: MatchSettings | None = None) -> list[ArgumentMatch] | list[list[ArgumentMatch]]:

@@ -20,28 +20,9 @@ from itertools import combinations
 
 import numpy as np
 
-from perspectrum.models.rules import blend, groups
+from perspectrum.models.rules import blend, groups, split_sides, vote
 from perspectrum.models.settings import ClusterSettings
-from perspectrum.pipeline.stages.base import ClaimState, Context, Group, Member
-
-
-def _split(members: list[int], kept: list[Member], matrix: np.ndarray, threshold: float) -> list[list[int]]:
-    """``members`` if no two are confident opposites, else its majority side and the rest re-clustered."""
-    sides = [kept[i].side for i in members]
-    if not (1 in sides and -1 in sides):
-        return [members]
-    votes = sides.count(1) - sides.count(-1)
-    keep_side = (1 if votes > 0 else -1) if votes else next(s for s in sides if s)
-    staying = [i for i in members if kept[i].side != -keep_side]
-    leaving = [i for i in members if kept[i].side == -keep_side]
-    sub = matrix[np.ix_(leaving, leaving)]
-    return [staying, *([leaving[j] for j in g] for g in groups(sub, threshold))]
-
-
-def _support(members: list[int], kept: list[Member]) -> float:
-    confident = [kept[i].support for i in members if kept[i].side and kept[i].support is not None]
-    values = confident or [kept[i].support for i in members if kept[i].support is not None]
-    return float(np.mean(values)) if values else 0.5
+from perspectrum.pipeline.stages.base import ClaimState, Context, Group
 
 
 class ClusterStage(ClusterSettings):
@@ -77,7 +58,10 @@ class ClusterStage(ClusterSettings):
                                     "model": round(float(score), 4), "similarity": round(value, 4)})
         for state, matrix in zip(states, matrices):
             np.fill_diagonal(matrix, 1.0)
-            split = [part for g in groups(matrix, self.threshold) for part in _split(g, state.kept, matrix,
-                                                                                     self.threshold)]
+            kept = state.kept
+            sides = [m.side for m in kept]
+            split = [part for g in groups(matrix, self.threshold) for part in split_sides(g, sides, matrix,
+                                                                                          self.threshold)]
             # kept is most relevant first, so each cluster's first index is its representative
-            state.groups = [Group(sorted(g), _support(g, state.kept)) for g in sorted(split, key=min)]
+            state.groups = [Group(sorted(g), vote([kept[i].support for i in g], [sides[i] for i in g]))
+                            for g in sorted(split, key=min)]

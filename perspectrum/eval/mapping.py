@@ -1,0 +1,193 @@
+"""`map` on PERSPECTRUM: does a pile of paragraphs map to the claim's gold perspectives?
+
+Each claim of a split becomes one pile: its gold evidence paragraphs, plus as many
+paragraphs of other claims that share one of its topics (distractors, drawn with a fixed
+seed; other claims' paragraphs when the topic has too few). The pile is mapped for the
+claim (:meth:`perspectrum.Pipeline.map`'s steps: every paragraph mined, the units grouped
+by :func:`perspectrum.pipeline.mapping.build_map`), and each map perspective's key point
+is judged against the gold perspectives by the equivalence model, blended and cut as
+`mine`'s evaluation judges units (:class:`perspectrum.eval.mining.Judge`):
+
+- **coverage**: of the claim's gold clusters with evidence, the share some map
+  perspective is judged equivalent to (beside `mine`'s cluster hit share);
+- **purity**: of the map perspectives, the share whose units all come from paragraphs
+  of one gold cluster's evidence (a distractor's unit makes a perspective impure);
+- **side accuracy** of the matched perspectives against their best-matching cluster's
+  stance: strict (a perspective shown as "side unclear" counts wrong) and over those shown on a side;
+- **prevalence**: Spearman correlation, over matched perspectives, between how many
+  documents make one and how many evidence paragraphs its cluster has.
+
+Mining is the costly part and does not depend on the grouping, so each pile is mined
+once and mapped at every candidate threshold (:func:`evaluate_map`).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from perspectrum._progress import progress
+from perspectrum.data import Claim, Dataset
+from perspectrum.eval.metrics import f1, percent
+from perspectrum.eval.mining import Judge
+from perspectrum.pipeline.mapping import LOWER, MappedPerspective, MapSettings, build_map
+from perspectrum.text.mining import MinedUnit
+
+#: The seed distractors are drawn with.
+SEED = 13
+#: Figures given in percent.
+SHARES = ("coverage", "purity", "purity_shown", "side_accuracy", "side_accuracy_on_a_side", "f1", "unclear")
+
+
+@dataclass(frozen=True)
+class Pile:
+    """One claim's documents (evidence ids as text → paragraph) and, for each gold
+    paragraph, the indices of the claim's clusters that cite it."""
+
+    claim: Claim
+    documents: dict[str, str]
+    citing: dict[str, tuple[int, ...]]
+
+
+def piles(dataset: Dataset, split: str, seed: int = SEED) -> list[Pile]:
+    """Every ``split`` claim with gold evidence as a :class:`Pile` (see the module docstring)."""
+    owners: dict[int, set[int]] = {}
+    for claim in dataset.claims.values():
+        for cluster in claim.clusters:
+            for eid in cluster.evidence:
+                owners.setdefault(eid, set()).add(claim.cid)
+    by_topic: dict[str, set[int]] = {}
+    for eid, cids in owners.items():
+        for cid in cids:
+            for topic in dataset.claims[cid].topics:
+                by_topic.setdefault(topic, set()).add(eid)
+    rng = random.Random(seed)
+    out = []
+    for claim in dataset.split(split):
+        citing: dict[str, list[int]] = {}
+        for k, cluster in enumerate(claim.clusters):
+            for eid in cluster.evidence:
+                citing.setdefault(str(eid), []).append(k)
+        if not citing:
+            continue
+        gold = {int(e) for e in citing}
+        near = sorted({e for t in claim.topics for e in by_topic.get(t, ())} - gold)
+        far = sorted(set(owners) - gold - set(near))
+        picked = rng.sample(near, min(len(gold), len(near)))
+        picked += rng.sample(far, len(gold) - len(picked))
+        eids = sorted(gold | set(picked))
+        out.append(Pile(claim, {str(e): dataset.evidence[e].text for e in eids},
+                        {e: tuple(ks) for e, ks in citing.items()}))
+    return out
+
+
+def score_pile(dataset: Dataset, pile: Pile, found: Sequence[MappedPerspective], judge: Judge) -> dict[str, Any]:
+    """Counts for one pile's map (summed over piles by :func:`figures`)."""
+    claim = pile.claim
+    with_evidence = [k for k, cluster in enumerate(claim.clusters) if cluster.evidence]
+    triples, where = [], []
+    for p, perspective in enumerate(found):
+        for k in with_evidence:
+            for pid in claim.clusters[k].pids:
+                triples.append((claim.text, perspective.key_point, dataset.perspectives[pid].text))
+                where.append((p, k))
+    best: dict[int, tuple[float, int]] = {}
+    covered: set[int] = set()
+    for (p, k), score in zip(where, judge.scores(triples)):
+        if score >= judge.threshold:
+            covered.add(k)
+            if score > best.get(p, (-1.0, -1))[0]:
+                best[p] = (float(score), k)
+    evidence = [set(claim.clusters[k].evidence) for k in with_evidence]
+
+    def pure(perspective: MappedPerspective) -> bool:
+        docs = {int(q.document) for q in perspective.quotes}
+        return any(docs <= e for e in evidence)
+
+    sides = [(found[p].side, "support" if claim.clusters[k].stance == "SUPPORT" else "undermine")
+             for p, (_, k) in best.items()]
+    return {"clusters": len(with_evidence), "covered": len(covered), "perspectives": len(found),
+            "pure": sum(pure(p) for p in found), "shown": sum(p.documents >= 2 for p in found),
+            "pure_shown": sum(pure(p) for p in found if p.documents >= 2),
+            "matched": len(best), "right": sum(a == b for a, b in sides),
+            "on_a_side": sum(a != "unclear" for a, _ in sides),
+            "right_on_a_side": sum(a == b for a, b in sides if a != "unclear"),
+            "prevalence": [(found[p].documents, len(claim.clusters[k].evidence)) for p, (_, k) in best.items()]}
+
+
+def figures(counts: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The module docstring's figures (fractions) from :func:`score_pile` counts."""
+    from scipy.stats import spearmanr
+
+    total = {key: sum(c[key] for c in counts) for key in counts[0] if key != "prevalence"} if counts else {}
+    pairs = [pair for c in counts for pair in c["prevalence"]]
+    rho = float(spearmanr(*zip(*pairs)).statistic) if len(pairs) > 2 and len({a for a, _ in pairs}) > 1 else 0.0
+    coverage = total.get("covered", 0) / max(1, total.get("clusters", 0))
+    purity = total.get("pure", 0) / max(1, total.get("perspectives", 0))
+    return {"coverage": coverage, "purity": purity, "f1": f1(coverage, purity),
+            "purity_shown": total.get("pure_shown", 0) / max(1, total.get("shown", 0)),
+            "side_accuracy": total.get("right", 0) / max(1, total.get("matched", 0)),
+            "side_accuracy_on_a_side": total.get("right_on_a_side", 0) / max(1, total.get("on_a_side", 0)),
+            "unclear": 1 - total.get("on_a_side", 0) / max(1, total.get("matched", 0)),
+            "spearman": round(rho, 4), "prevalence_pairs": float(len(pairs)),
+            "perspectives_per_claim": total.get("perspectives", 0) / max(1, len(counts)),
+            "claims": float(len(counts))}
+
+
+def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", lowers: Sequence[float] = (LOWER,),
+                 show_progress: bool = False) -> dict[str, Any]:
+    """Mine every ``split`` pile once with ``pipe`` and map it with the clustering cut
+    lowered by each of ``lowers``; the figures for each (percent; counts as counts).
+
+    On dev this chooses the default :data:`perspectrum.pipeline.mapping.LOWER` (the
+    highest F1 of coverage and purity); on test, run it with the chosen value alone.
+    """
+    started = time.perf_counter()
+    judge = Judge(pipe.scorers, pipe.store.encoder)
+    stance, cluster = pipe.settings["stance"], pipe.settings["cluster"]
+    encoder = pipe.store.encoder
+    mined: list[tuple[Pile, list[tuple[str, MinedUnit]]]] = []
+    found = piles(dataset, split)
+    with progress(f"map {split}: mining", sum(len(p.documents) for p in found), enabled=show_progress) as advance:
+        for pile in found:
+            units = []
+            for doc_id, text in pile.documents.items():
+                units += [(doc_id, u) for u in pipe.mine(text, pile.claim.text)]
+                advance(1)
+            mined.append((pile, units))
+    mining = time.perf_counter() - started
+    vectors: dict[str, np.ndarray] = {}
+
+    def encode(texts: list[str]) -> np.ndarray:  # each unit encoded once across the thresholds
+        missing = [t for t in dict.fromkeys(texts) if t not in vectors]
+        if missing:
+            vectors.update(zip(missing, encoder.encode(missing)))
+        return np.array([vectors[t] for t in texts])
+
+    scored: dict[tuple[str, str, str], float] = {}
+
+    def equivalence(triples: list[tuple[str, str, str]]) -> list[float]:  # each pair read once
+        missing = [t for t in dict.fromkeys(triples) if t not in scored]
+        if missing:
+            scored.update(zip(missing, (float(s) for s in pipe.scorers.equivalence(missing))))
+        return [scored[t] for t in triples]
+
+    tried = []
+    for lower in lowers:
+        threshold = max(0.0, float(cluster["threshold"]) - lower)
+        settings = replace(MapSettings(), threshold=threshold)
+        counts = []
+        for pile, units in mined:
+            shown, also = build_map(pile.claim.text, units, encode, len(pile.documents), equivalence,
+                                    stance, settings, float(cluster["weight"]), threshold)
+            counts.append(score_pile(dataset, pile, [*shown, *also], judge))
+        tried.append({"lower": lower, "threshold": round(threshold, 4), **percent(figures(counts), (), SHARES)})
+    return {"system": pipe.system, "split": split, "seed": SEED,
+            "judge": {"weight": judge.weight, "threshold": judge.threshold},
+            "documents": sum(len(p.documents) for p, _ in mined), "units": sum(len(u) for _, u in mined),
+            "tried": tried, "seconds_mining": round(mining, 1), "seconds": round(time.perf_counter() - started, 1)}
