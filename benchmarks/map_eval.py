@@ -1,6 +1,10 @@
 """`map` on PERSPECTRUM's piles (:mod:`perspectrum.eval.mapping`): coverage, purity, side accuracy, prevalence.
 
     python -m benchmarks.map_eval --models-dir MODELS [--split dev] [--lowers 0 0.1 0.2 0.3 0.4] [--name NAME]
+                                  [--units UNITS.json]
+
+``--units`` keeps the mined units (mining is most of the time; the piles are fixed by the
+seed): read when the file exists, written when it does not.
 
 Each claim's gold evidence paragraphs plus as many distractors from claims of the same topics
 are mapped for the claim; each pile is mined once and mapped with the clustering cut lowered by
@@ -15,13 +19,17 @@ Writes ``eval/results/map_<name>_<split>.json``.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import time
+from pathlib import Path
 
 from benchmarks.pipeline_args import pipeline_parser
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.eval.mapping import evaluate_map
+from perspectrum.eval.mapping import evaluate_map, mine_piles, piles
+from perspectrum.text.mining import MinedUnit
 from perspectrum.pipeline.pipeline import Pipeline
 
 
@@ -29,10 +37,19 @@ def main() -> None:
     parser = pipeline_parser(__doc__)
     parser.add_argument("--lowers", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.3, 0.4])
     parser.add_argument("--name", default="trained")
+    parser.add_argument("--units", type=Path, help="mined units kept here (read if present)")
     args = parser.parse_args()
     dataset = load_dataset()
     pipe = Pipeline.load(index_dir=args.index_dir, models_dir=args.models_dir)
-    record = evaluate_map(dataset, pipe, args.split, args.lowers, show_progress=True)
+    mined = None
+    if args.units is not None and args.units.exists():
+        mined = [[(d, MinedUnit(**u)) for d, u in pile] for pile in json.loads(args.units.read_text())]
+    elif args.units is not None:
+        started = time.perf_counter()
+        mined = mine_piles(pipe, piles(dataset, args.split), show_progress=True)
+        print(f"mined in {time.perf_counter() - started:.0f} s")
+        write_json(args.units, [[(d, u.to_dict()) for d, u in pile] for pile in mined])
+    record = evaluate_map(dataset, pipe, args.split, args.lowers, show_progress=True, mined=mined)
     best = max(record["tried"], key=lambda row: row["f1"])
     record.update({"command": f"python -m benchmarks.map_eval --split {args.split} --name {args.name} --lowers "
                               + " ".join(str(x) for x in args.lowers),

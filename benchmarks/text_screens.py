@@ -1,10 +1,10 @@
-"""Draw the README's `mine` and `match` screens: what the commands print, with their colours.
+"""Draw the docs' `mine`, `match` and `map` screens: what the commands print, with their colours.
 
-    python -m benchmarks.text_screens  # → docs/mine.svg, docs/match.svg (and the text, printed)
+    python -m benchmarks.text_screens  # → docs/mine.svg, docs/match.svg, docs/map.svg (and the text, printed)
 
-Runs the same display functions as `perspectrum mine` and `perspectrum match` on the
-example essay in docs/examples/ (written for this README, not taken from PERSPECTRUM),
-recorded by rich and saved as SVG.
+Runs the same display functions as `perspectrum mine`, `perspectrum match` and `perspectrum
+map` on the example essay and the folder of six short op-eds in docs/examples/ (written for
+these docs, not taken from PERSPECTRUM), recorded by rich and saved as SVG.
 """
 
 from __future__ import annotations
@@ -15,13 +15,16 @@ from pathlib import Path
 from rich.console import Console
 
 from perspectrum._io import atomic_write
-from perspectrum.cli.display import matched, mined
+from perspectrum.cli.display import mapped, matched, mined
 from perspectrum.pipeline.pipeline import Pipeline
+from perspectrum.text.reading import read_documents, readable
 
 ROOT = Path(__file__).resolve().parent.parent
 ESSAY = ROOT / "docs" / "examples" / "zoos.txt"
 ARGUMENTS = ROOT / "docs" / "examples" / "zoo-arguments.txt"
 CLAIM = "Zoos should be abolished"
+OP_EDS = ROOT / "docs" / "examples" / "op-eds"
+MAP_CLAIM = "Animals should have lawful rights"
 
 
 def main() -> None:
@@ -33,6 +36,9 @@ def main() -> None:
         "match.svg": (f'perspectrum match docs/examples/zoos.txt --claim "{CLAIM}" --arguments '
                       "docs/examples/zoo-arguments.txt", matched(pipe.match(text, CLAIM, arguments))),
     }
+    documents, _ = readable(read_documents([OP_EDS]))
+    found = pipe.map({str(Path(d.id).relative_to(ROOT)): d.text for d in documents}, MAP_CLAIM)
+    screens["map.svg"] = (f'perspectrum map docs/examples/op-eds --claim "{MAP_CLAIM}"', mapped(found))
     for name, (command, shown) in screens.items():
         console = Console(record=True, width=110, force_terminal=True, file=io.StringIO())
         console.print(f"$ {command}", style="dim", markup=False)

@@ -225,3 +225,38 @@ def test_pipeline_map_checks_its_documents(trained_dir) -> None:
     answer = pipe.map([ZOOS, CAGES], "Zoos should exist")
     assert answer.documents == 2 and {q.document for p in answer.perspectives + answer.also_mentioned
                                       for q in p.quotes} <= {"1", "2"}
+
+
+class ExactJudge:
+    """A judge that calls two texts equivalent when they are the same text."""
+
+    threshold = 0.5
+
+    def scores(self, triples):
+        return np.array([float(a == b) for _, a, b in triples])
+
+
+def test_piles_and_their_scores_on_the_fixture(dataset) -> None:
+    from perspectrum.eval.mapping import figures, piles, score_pile
+    from perspectrum.pipeline.mapping import MappedPerspective, Quote
+
+    found = {p.claim.cid: p for p in piles(dataset, "dev")}
+    pile = found[7]  # gold evidence 12 (a supporting cluster) and 13 (an undermining one), and two distractors
+    assert set(pile.citing) == {"12", "13"} and len(pile.documents) == 4
+    assert piles(dataset, "dev")[0].documents == found[7].documents  # the same seed draws the same distractors
+    claim = pile.claim
+    support = dataset.perspectives[claim.clusters[0].pids[0]].text
+    distractor = next(d for d in pile.documents if d not in pile.citing)
+
+    def made(text: str, side: str, docs: list[str]) -> MappedPerspective:
+        return MappedPerspective(text, side, 0.8, len(docs), len(docs), 0.5,
+                                 tuple(Quote(d, 0, 4, text, 0.8) for d in docs))
+
+    counts = score_pile(dataset, pile, [made(support, "support", ["12"]), made("something else", "undermine",
+                                                                            ["13", distractor])], ExactJudge())
+    assert (counts["clusters"], counts["covered"], counts["perspectives"], counts["pure"]) == (2, 1, 2, 1)
+    assert (counts["matched"], counts["right"]) == (1, 1) and counts["prevalence"] == [(1, 1)]
+    out = figures([counts])
+    assert out["coverage"] == 0.5 and out["purity"] == 0.5 and out["side_accuracy"] == 1.0
+    wrong = score_pile(dataset, pile, [made(support, "undermine", ["12"])], ExactJudge())
+    assert wrong["right"] == 0 and figures([wrong])["side_accuracy"] == 0.0

@@ -86,7 +86,7 @@ def piles(dataset: Dataset, split: str, seed: int = SEED) -> list[Pile]:
     return out
 
 
-def score_pile(dataset: Dataset, pile: Pile, found: Sequence[MappedPerspective], judge: Judge) -> dict[str, Any]:
+def score_pile(dataset: Dataset, pile: Pile, found: Sequence[MappedPerspective], judge: Any) -> dict[str, Any]:
     """Counts for one pile's map (summed over piles by :func:`figures`)."""
     claim = pile.claim
     with_evidence = [k for k, cluster in enumerate(claim.clusters) if cluster.evidence]
@@ -98,7 +98,7 @@ def score_pile(dataset: Dataset, pile: Pile, found: Sequence[MappedPerspective],
                 where.append((p, k))
     best: dict[int, tuple[float, int]] = {}
     covered: set[int] = set()
-    for (p, k), score in zip(where, judge.scores(triples)):
+    for (p, k), score in zip(where, judge.scores(triples) if triples else []):
         if score >= judge.threshold:
             covered.add(k)
             if score > best.get(p, (-1.0, -1))[0]:
@@ -139,8 +139,42 @@ def figures(counts: Sequence[dict[str, Any]]) -> dict[str, float]:
             "claims": float(len(counts))}
 
 
+class CachedJudge:
+    """:class:`~perspectrum.eval.mining.Judge` that reads each triple once, and never reads one
+    whose cosine is too low to pass even at a model score of 1 (it scores 0)."""
+
+    def __init__(self, judge: Judge, encode: Any) -> None:
+        self.judge, self.encode, self.threshold = judge, encode, judge.threshold
+        self.scored: dict[tuple[str, str, str], float] = {}
+
+    def scores(self, triples: Sequence[tuple[str, str, str]]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(triples) if t not in self.scored]
+        if missing:
+            texts = list(dict.fromkeys(x for _, a, b in missing for x in (a, b)))
+            vectors = dict(zip(texts, self.encode(texts)))
+            lowest = (self.threshold - self.judge.weight) / (1 - self.judge.weight) if self.judge.weight < 1 else -1.0
+            read = [t for t in missing if float(vectors[t[1]] @ vectors[t[2]]) >= lowest]
+            self.scored.update({t: 0.0 for t in missing})
+            self.scored.update(zip(read, (float(x) for x in self.judge.scores(read))))
+        return np.array([self.scored[t] for t in triples])
+
+
+def mine_piles(pipe: Any, found: Sequence[Pile], show_progress: bool = False) -> list[list[tuple[str, MinedUnit]]]:
+    """Every pile's (document id, unit) pairs, mined with ``pipe``."""
+    out = []
+    with progress("map: mining", sum(len(p.documents) for p in found), enabled=show_progress) as advance:
+        for pile in found:
+            units = []
+            for doc_id, text in pile.documents.items():
+                units += [(doc_id, u) for u in pipe.mine(text, pile.claim.text)]
+                advance(1)
+            out.append(units)
+    return out
+
+
 def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", lowers: Sequence[float] = (LOWER,),
-                 show_progress: bool = False) -> dict[str, Any]:
+                 show_progress: bool = False, mined: Sequence[Sequence[tuple[str, MinedUnit]]] | None = None
+                 ) -> dict[str, Any]:
     """Mine every ``split`` pile once with ``pipe`` and map it with the clustering cut
     lowered by each of ``lowers``; the figures for each (percent; counts as counts).
 
@@ -148,18 +182,11 @@ def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", lowers: Sequen
     highest F1 of coverage and purity); on test, run it with the chosen value alone.
     """
     started = time.perf_counter()
-    judge = Judge(pipe.scorers, pipe.store.encoder)
     stance, cluster = pipe.settings["stance"], pipe.settings["cluster"]
     encoder = pipe.store.encoder
-    mined: list[tuple[Pile, list[tuple[str, MinedUnit]]]] = []
     found = piles(dataset, split)
-    with progress(f"map {split}: mining", sum(len(p.documents) for p in found), enabled=show_progress) as advance:
-        for pile in found:
-            units = []
-            for doc_id, text in pile.documents.items():
-                units += [(doc_id, u) for u in pipe.mine(text, pile.claim.text)]
-                advance(1)
-            mined.append((pile, units))
+    units_of = list(mined) if mined is not None else mine_piles(pipe, found, show_progress)
+    mined_pairs = list(zip(found, units_of))
     mining = time.perf_counter() - started
     vectors: dict[str, np.ndarray] = {}
 
@@ -177,17 +204,20 @@ def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", lowers: Sequen
             scored.update(zip(missing, (float(s) for s in pipe.scorers.equivalence(missing))))
         return [scored[t] for t in triples]
 
+    judge = CachedJudge(Judge(pipe.scorers, encoder), encode)
     tried = []
-    for lower in lowers:
-        threshold = max(0.0, float(cluster["threshold"]) - lower)
-        settings = replace(MapSettings(), threshold=threshold)
-        counts = []
-        for pile, units in mined:
-            shown, also = build_map(pile.claim.text, units, encode, len(pile.documents), equivalence,
-                                    stance, settings, float(cluster["weight"]), threshold)
-            counts.append(score_pile(dataset, pile, [*shown, *also], judge))
-        tried.append({"lower": lower, "threshold": round(threshold, 4), **percent(figures(counts), (), SHARES)})
+    with progress("map: grouping and judging", len(lowers) * len(mined_pairs), enabled=show_progress) as advance:
+        for lower in lowers:
+            threshold = max(0.0, float(cluster["threshold"]) - lower)
+            settings = replace(MapSettings(), threshold=threshold)
+            counts = []
+            for pile, units in mined_pairs:
+                shown, also = build_map(pile.claim.text, units, encode, len(pile.documents), equivalence,
+                                        stance, settings, float(cluster["weight"]), threshold)
+                counts.append(score_pile(dataset, pile, [*shown, *also], judge))
+                advance(1)
+            tried.append({"lower": lower, "threshold": round(threshold, 4), **percent(figures(counts), (), SHARES)})
     return {"system": pipe.system, "split": split, "seed": SEED,
-            "judge": {"weight": judge.weight, "threshold": judge.threshold},
-            "documents": sum(len(p.documents) for p, _ in mined), "units": sum(len(u) for _, u in mined),
+            "judge": {"weight": judge.judge.weight, "threshold": judge.threshold},
+            "documents": sum(len(p.documents) for p, _ in mined_pairs), "units": sum(len(u) for _, u in mined_pairs),
             "tried": tried, "seconds_mining": round(mining, 1), "seconds": round(time.perf_counter() - started, 1)}
