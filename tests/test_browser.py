@@ -199,3 +199,40 @@ def test_the_api_documentation_renders_from_local_files(server, browser) -> None
     assert {"/discover", "/search", "/health", "/metrics"} <= {o.text.replace("\u200b", "") for o in operations}
     fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert all(url.startswith(f"{server}/") for url in fetched)
+
+
+def test_the_map_page_opens_from_a_file_and_unfolds_its_quotes(browser, tmp_path) -> None:
+    """`perspectrum map --html`'s page, opened as a file: cards in order with their bars, quotes
+    folded until clicked, a document's markup shown as text, nothing fetched from anywhere."""
+    from selenium.webdriver.common.by import By
+
+    from perspectrum.pipeline.map_page import map_page
+    from perspectrum.pipeline.mapping import MappedPerspective, PerspectiveMap, Quote
+
+    def made(text: str, side: str, docs: int, share: float) -> MappedPerspective:
+        quotes = tuple(Quote(f"doc-{n}.txt", 0, len(text), text, 0.8) for n in range(docs))
+        return MappedPerspective(text, side, 0.8, docs, docs, share, quotes)
+
+    shown = [made("Animals feel pain and deserve protection in law", "support", 3, 0.75),
+             made("Rights come with duties <b>animals</b> cannot bear", "undermine", 2, 0.5)]
+    found = PerspectiveMap(CLAIM, 4, 6, shown, [made("Welfare laws already punish cruelty", "unclear", 1, 0.25)],
+                           [{"source": "scan.pdf", "why": "an encrypted PDF"}])
+    page = tmp_path / "map.html"
+    page.write_text(map_page(found), encoding="utf-8")
+    driver = browser
+    driver.get(page.as_uri())
+    cards = driver.find_elements(By.CSS_SELECTOR, "div.p")
+    assert [c.find_element(By.CSS_SELECTOR, ".kp").text for c in cards] == [
+        "Animals feel pain and deserve protection in law", "Rights come with duties <b>animals</b> cannot bear",
+        "Welfare laws already punish cruelty"]
+    widths = [c.find_element(By.CSS_SELECTOR, ".bar span").rect["width"] for c in cards]
+    assert widths[0] > widths[1] > widths[2] > 0  # bars follow the share of documents
+    quote = cards[0].find_element(By.CSS_SELECTOR, "blockquote")
+    assert not quote.is_displayed()
+    cards[0].find_element(By.TAG_NAME, "summary").click()
+    assert quote.is_displayed() and "doc-0.txt" in quote.text
+    assert "an encrypted PDF" in driver.find_element(By.TAG_NAME, "body").text
+    fetched = driver.execute_script("return performance.getEntriesByType('resource').length")
+    assert fetched == 0
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / "map-page.png"))

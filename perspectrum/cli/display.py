@@ -29,6 +29,7 @@ from perspectrum._progress import literal, printable
 from perspectrum.text.document import paragraphs
 from perspectrum.text.matching import ArgumentMatch
 from perspectrum.text.mining import MinedUnit
+from perspectrum.pipeline.map_page import counted
 from perspectrum.pipeline.mapping import MappedPerspective, PerspectiveMap
 from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit
 
@@ -197,9 +198,9 @@ def mapped(result: PerspectiveMap) -> RenderableType:
                                 ("documents", "right"), ("share", "right")):
             out.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
         for n, found in enumerate(rows, 1):
-            sure = f" {found.confidence:.0%}" if found.side != "unclear" else ""
-            out.add_row(str(n), Text(found.side + sure, style=COLOUR[found.side]), literal(found.key_point),
-                        f"{found.documents} ({found.units} units)", f"{found.share:.0%}")
+            shown = f"{found.side} {found.confidence:.0%}" if found.side != "unclear" else "side unclear"
+            out.add_row(str(n), Text(shown, style=COLOUR[found.side]), literal(found.key_point),
+                        f"{found.documents} ({counted(found.units, 'unit')})", f"{found.share:.0%}")
         return out
 
     if not result.perspectives and not result.also_mentioned:

@@ -45,7 +45,7 @@ def run_map(paths: list[Path], claim: str, as_json: bool = False, html: Path | N
     """Read ``paths``, map them for ``claim``, and print the map (tables, or JSON); each
     thing skipped is one line on stderr, and ``html`` gets the page."""
     from perspectrum._io import atomic_write
-    from perspectrum.pipeline.map_page import map_page
+    from perspectrum.pipeline.map_page import counted, map_page
     from perspectrum.pipeline.mapping import MapSettings
     from perspectrum.text.reading import read_documents, readable
 
@@ -64,9 +64,9 @@ def run_map(paths: list[Path], claim: str, as_json: bool = False, html: Path | N
     from perspectrum.cli.display import mapped
 
     console.print(mapped(result))
-    console.print(f"{result.documents} documents read ({len(skipped)} skipped), {result.units} argument units, "
-                  f"{len(result.perspectives)} perspectives and {len(result.also_mentioned)} also mentioned "
-                  f"in {result.seconds:.1f} s", markup=False)
+    console.print(f"{counted(result.documents, 'document')} read ({len(skipped)} skipped), "
+                  f"{counted(result.units, 'argument unit')}, {counted(len(result.perspectives), 'perspective')} "
+                  f"and {len(result.also_mentioned)} also mentioned in {result.seconds:.1f} s", markup=False)
     if html is not None:
         console.print(f"page written to {printable(str(html))}", markup=False)
     return result

@@ -27,18 +27,24 @@ cite{color:#59636e;font-style:normal;font-size:.8rem}table{border-collapse:colla
 """
 
 
+def counted(n: int, what: str) -> str:
+    """``n`` and ``what``, plural unless one ("1 document", "3 units")."""
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+
 def _card(n: int, found: MappedPerspective) -> str:
     colour = _COLOUR[found.side]
-    sure = f" {found.confidence:.0%}" if found.side != "unclear" else ""
+    shown = f"{found.side} {found.confidence:.0%}" if found.side != "unclear" else "side unclear"
     quotes = "".join(
         f"<blockquote>{escape(q.text)}<br><cite>{escape(q.document)}, characters {q.start}–{q.end}</cite></blockquote>"
         for q in found.quotes)
     return (f'<div class="p" style="border-color:{colour}"><div class="head"><span>{n}.</span>'
             f'<span class="kp">{escape(found.key_point)}</span>'
-            f'<span class="side" style="color:{colour}">{escape(found.side)}{sure}</span></div>'
+            f'<span class="side" style="color:{colour}">{shown}</span></div>'
             f'<div class="bar" title="{found.share:.0%} of the documents"><span style="width:{100 * found.share:.1f}%;'
             f'background:{colour}"></span></div>'
-            f"<details><summary>{found.documents} documents, {found.units} units ({found.share:.0%} of the documents)"
+            f"<details><summary>{counted(found.documents, 'document')}, {counted(found.units, 'unit')} "
+            f"({found.share:.0%} of the documents)"
             f"</summary>{quotes}</details></div>")
 
 
@@ -49,9 +55,9 @@ def map_page(result: PerspectiveMap) -> str:
     parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>Perspectives on {escape(result.claim)}"
              f"</title><style>{_STYLE}</style></head><body>",
              f"<h1>Perspectives on “{escape(result.claim)}”</h1>",
-             f'<p class="meta">{result.documents} documents read, {len(result.skipped)} skipped, {result.units} '
-             f"argument units, {len(result.perspectives)} perspectives made by several documents and "
-             f"{len(result.also_mentioned)} by one.</p>"]
+             f'<p class="meta">{counted(result.documents, "document")} read, {len(result.skipped)} skipped, '
+             f'{counted(result.units, "argument unit")}, {counted(len(result.perspectives), "perspective")} made by '
+             f"several documents and {len(result.also_mentioned)} by one.</p>"]
     if result.perspectives:
         parts.append("<h2>Perspectives</h2>")
         parts += [_card(n, found) for n, found in enumerate(result.perspectives, 1)]

@@ -8,13 +8,12 @@ documents into perspectives the way ``discover`` clusters (:mod:`perspectrum.pip
 - each unit's most similar units (cosine of their vectors, :attr:`MapSettings.neighbours`
   of them) are read by the equivalence model, blended with the cosine;
 - two units the stance model puts confidently on opposite sides are never joined;
-- average linkage cuts at :attr:`MapSettings.threshold`, chosen for mined units on
-  map's own dev data (units mined from people's texts are rarely paraphrases the way
-  PERSPECTRUM's pool is, so ``discover``'s cut would join almost nothing).
+- average linkage cuts at :attr:`MapSettings.threshold`: ``discover``'s clustering cut,
+  which on map's own dev data grouped better than every lower cut tried (:data:`LOWER`).
 
 Each perspective is named by its key point: its most central unit (highest mean
-similarity to the others), preferring units of a readable length and never a unit that
-only frames the debate. Its prevalence is how many documents (and units) make it; its
+similarity to the others), preferring units of a readable length and never a question or a
+unit that only frames the debate. Its prevalence is how many documents (and units) make it; its
 side and confidence are the cluster's vote, calibrated as ``discover``'s cards are.
 Perspectives are ordered by prevalence; those made by a single document (when more
 than one was read) are kept apart as "also mentioned".
@@ -45,7 +44,7 @@ class MapSettings:
     Attributes:
         threshold: blended similarity at or above which two units make one perspective
             (average linkage cuts at distance 1 − threshold); ``None``: the pipeline's
-            equivalence cut lowered by :data:`LOWER`, chosen on map's dev data.
+            clustering cut lowered by :data:`LOWER` (0: the same cut), chosen on map's dev data.
         weight: of the equivalence model against the pair's cosine (``None``: the cluster stage's).
         neighbours: each unit's most similar units read by the equivalence model; other
             pairs keep their cosine share alone (0: cosine only).
@@ -62,9 +61,10 @@ class MapSettings:
 #: Most units grouped at once: the similarity matrix is dense (units², 8 bytes each: 200 MB
 #: at 5,000). Past it, the most plainly argued units are kept and the rest counted.
 MAX_MAP_UNITS = 5000
-#: How far below ``discover``'s clustering cut map joins units, by default (chosen on dev;
-#: see docs/map.md).
-LOWER = 0.2
+#: How far below ``discover``'s clustering cut map joins units, by default: not at all. Chosen on
+#: dev by the F1 of coverage and purity, which every lowering tried (0.1 to 0.5) lowered: joining
+#: more merged units of different gold clusters (eval/results/map_trained_dev.json, docs/map.md).
+LOWER = 0.0
 
 
 @dataclass(frozen=True)
@@ -155,12 +155,13 @@ def similarities(claim: str, texts: Sequence[str], vectors: np.ndarray, sides: S
 
 def key_point(members: Sequence[int], texts: Sequence[str], matrix: np.ndarray) -> int:
     """The member that names a perspective: the most central (mean similarity to the
-    others), among those of a readable length if any, never one that only frames the
-    debate unless all do; ties go to the earliest."""
+    others), among those of a readable length if any, never a question or one that only
+    frames the debate unless all are; ties go to the earliest."""
     def rank(i: int) -> tuple[bool, bool, float, int]:
         words = len(texts[i].split())
+        states = not takes_no_side(texts[i]) and not texts[i].rstrip().endswith("?")
         centre = float(np.mean([matrix[i, j] for j in members if j != i])) if len(members) > 1 else 1.0
-        return (not takes_no_side(texts[i]), READABLE_WORDS[0] <= words <= READABLE_WORDS[1], centre, -i)
+        return (states, READABLE_WORDS[0] <= words <= READABLE_WORDS[1], centre, -i)
 
     return max(members, key=rank)
 
