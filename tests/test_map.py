@@ -260,3 +260,20 @@ def test_piles_and_their_scores_on_the_fixture(dataset) -> None:
     assert out["coverage"] == 0.5 and out["purity"] == 0.5 and out["side_accuracy"] == 1.0
     wrong = score_pile(dataset, pile, [made(support, "undermine", ["12"])], ExactJudge())
     assert wrong["right"] == 0 and figures([wrong])["side_accuracy"] == 0.0
+    # ArgKP pairs: 12 is the first cluster's evidence (a match), 13 the second's (undecided for the
+    # first: the claim's own evidence, never judged against it), the distractor matches nothing
+    assert sorted(counts["argkp"], key=lambda row: -row[1])[0] == ("7:SUPPORT", 1.0, True, True)
+    assert sorted((row[2], row[3]) for row in counts["argkp"]) == [(False, False), (False, True), (True, True)]
+    assert out["argkp_predicted"] == 0.75 and out["argkp_map_strict"] == 1.0
+
+
+def test_argkp_map_reads_the_top_half_of_each_topic_and_stance() -> None:
+    from perspectrum.eval.mapping import argkp_map
+
+    rows = [("a", 0.9, False, True), ("a", 0.8, True, True), ("a", 0.7, False, False), ("a", 0.6, True, True),
+            ("b", 0.5, True, True)]  # b's top half is empty: left out, as int(1 × 0.5) = 0
+    out = argkp_map(rows, paragraphs=10)
+    # a's top two: the undecided pair first, then a match: strict AP = 1/2, relaxed AP = 1
+    assert (out["argkp_map_strict"], out["argkp_map_relaxed"], out["argkp_map"]) == (0.5, 1.0, 0.75)
+    assert out["argkp_groups"] == 1 and out["argkp_predicted"] == 0.5
+    assert argkp_map([("a", 0.9, False, False), ("a", 0.1, True, True)])["argkp_map_strict"] == 0.0

@@ -15,7 +15,18 @@ is judged against the gold perspectives by the equivalence model, blended and cu
 - **side accuracy** of the matched perspectives against their best-matching cluster's
   stance: strict (a perspective shown as "side unclear" counts wrong) and over those shown on a side;
 - **prevalence**: Spearman correlation, over matched perspectives, between how many
-  documents make one and how many evidence paragraphs its cluster has.
+  documents make one and how many evidence paragraphs its cluster has;
+- **key point matching mAP** as the ArgKP-2021 shared task computes it (Friedman et al., 2021;
+  :func:`argkp_map`), on these pairs: each paragraph (argument) is matched to the gold cluster
+  (key point) that the map predicts best for it, the highest judge score of any map perspective
+  quoting it against any of the cluster's perspectives. Predictions are grouped by claim (topic)
+  and the cluster's side (stance); in each group the top half by score is kept and its average
+  precision taken; mAP is their mean. A pair is a match when the paragraph is the cluster's gold
+  evidence. PERSPECTRUM never judged a paragraph of the claim against its other clusters: those
+  pairs are "undecided", wrong in the strict figure and right in the relaxed one, as the task
+  treats pairs its annotators left undecided. A distractor's pair is never a match. As in the
+  task's script, a paragraph with no prediction (no unit mined from it) is left out; the
+  share of paragraphs predicted is reported beside it.
 
 Mining is the costly part and does not depend on the grouping, so each pile is mined
 once and mapped at every candidate threshold (:func:`evaluate_map`).
@@ -41,7 +52,10 @@ from perspectrum.text.mining import MinedUnit
 #: The seed distractors are drawn with.
 SEED = 13
 #: Figures given in percent.
-SHARES = ("coverage", "purity", "purity_shown", "side_accuracy", "side_accuracy_on_a_side", "f1", "unclear")
+SHARES = ("coverage", "purity", "purity_shown", "side_accuracy", "side_accuracy_on_a_side", "f1", "unclear",
+          "argkp_map_strict", "argkp_map_relaxed", "argkp_map", "argkp_predicted")
+#: Of each topic and stance's predictions, the top share by score that ArgKP-2021's mAP reads.
+TOP_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -98,7 +112,8 @@ def score_pile(dataset: Dataset, pile: Pile, found: Sequence[MappedPerspective],
                 where.append((p, k))
     best: dict[int, tuple[float, int]] = {}
     covered: set[int] = set()
-    for (p, k), score in zip(where, judge.scores(triples) if triples else []):
+    scored = judge.scores(triples) if triples else []
+    for (p, k), score in zip(where, scored):
         if score >= judge.threshold:
             covered.add(k)
             if score > best.get(p, (-1.0, -1))[0]:
@@ -111,20 +126,33 @@ def score_pile(dataset: Dataset, pile: Pile, found: Sequence[MappedPerspective],
 
     sides = [(found[p].side, "support" if claim.clusters[k].stance == "SUPPORT" else "undermine")
              for p, (_, k) in best.items()]
+    pair: dict[tuple[int, int], float] = {}
+    for (p, k), score in zip(where, scored):
+        pair[p, k] = max(pair.get((p, k), 0.0), float(score))
+    predicted: dict[str, tuple[float, int]] = {}  # paragraph → (best score, cluster), first best kept
+    for p, perspective in enumerate(found):
+        for doc in dict.fromkeys(q.document for q in perspective.quotes):
+            for k in with_evidence:
+                if pair.get((p, k), 0.0) > predicted.get(doc, (-1.0, -1))[0]:
+                    predicted[doc] = (pair.get((p, k), 0.0), k)
+    argkp = [(f"{claim.cid}:{claim.clusters[k].stance}", score, k in pile.citing.get(doc, ()),
+              k in pile.citing.get(doc, ()) or doc in pile.citing) for doc, (score, k) in predicted.items()]
     return {"clusters": len(with_evidence), "covered": len(covered), "perspectives": len(found),
             "pure": sum(pure(p) for p in found), "shown": sum(p.documents >= 2 for p in found),
             "pure_shown": sum(pure(p) for p in found if p.documents >= 2),
             "matched": len(best), "right": sum(a == b for a, b in sides),
             "on_a_side": sum(a != "unclear" for a, _ in sides),
             "right_on_a_side": sum(a == b for a, b in sides if a != "unclear"),
-            "prevalence": [(found[p].documents, len(claim.clusters[k].evidence)) for p, (_, k) in best.items()]}
+            "prevalence": [(found[p].documents, len(claim.clusters[k].evidence)) for p, (_, k) in best.items()],
+            "paragraphs": len(pile.documents), "argkp": argkp}
 
 
 def figures(counts: Sequence[dict[str, Any]]) -> dict[str, float]:
     """The module docstring's figures (fractions) from :func:`score_pile` counts."""
     from scipy.stats import spearmanr
 
-    total = {key: sum(c[key] for c in counts) for key in counts[0] if key != "prevalence"} if counts else {}
+    summed = [key for key in (counts[0] if counts else {}) if key not in ("prevalence", "argkp")]
+    total = {key: sum(c[key] for c in counts) for key in summed}
     pairs = [pair for c in counts for pair in c["prevalence"]]
     rho = float(spearmanr(*zip(*pairs)).statistic) if len(pairs) > 2 and len({a for a, _ in pairs}) > 1 else 0.0
     coverage = total.get("covered", 0) / max(1, total.get("clusters", 0))
@@ -136,7 +164,35 @@ def figures(counts: Sequence[dict[str, Any]]) -> dict[str, float]:
             "unclear": 1 - total.get("on_a_side", 0) / max(1, total.get("matched", 0)),
             "spearman": round(rho, 4), "prevalence_pairs": float(len(pairs)),
             "perspectives_per_claim": total.get("perspectives", 0) / max(1, len(counts)),
+            **argkp_map([row for c in counts for row in c.get("argkp", ())], total.get("paragraphs", 0)),
             "claims": float(len(counts))}
+
+
+def argkp_map(rows: Sequence[tuple[str, float, bool, bool]], paragraphs: int = 0) -> dict[str, float]:
+    """ArgKP-2021's key point matching mAP over ``rows`` of (topic and stance, score, strict
+    match, relaxed match), one per argument (see the module docstring): in each topic and
+    stance the top :data:`TOP_SHARE` of predictions by score (``int(n × share)`` of them, as the
+    task's script counts; a group whose top share holds none is left out), average precision
+    (scikit-learn's, 0 without a match), and the mean over groups; ``argkp_map`` is the mean of
+    strict and relaxed, the task's headline. ``paragraphs``: how many arguments there were, for
+    ``argkp_predicted``."""
+    from sklearn.metrics import average_precision_score
+
+    grouped: dict[str, list[tuple[float, bool, bool]]] = {}
+    for group, score, strict, relaxed in rows:
+        grouped.setdefault(group, []).append((score, strict, relaxed))
+    out: dict[str, list[float]] = {"strict": [], "relaxed": []}
+    for found in grouped.values():
+        top = sorted(found, key=lambda row: -row[0])[:int(len(found) * TOP_SHARE)]
+        if not top:
+            continue
+        for name, column in (("strict", 1), ("relaxed", 2)):
+            labels = [int(row[column]) for row in top]
+            out[name].append(float(average_precision_score(labels, [row[0] for row in top])) if any(labels) else 0.0)
+    strict = float(np.mean(out["strict"])) if out["strict"] else 0.0
+    relaxed = float(np.mean(out["relaxed"])) if out["relaxed"] else 0.0
+    return {"argkp_map_strict": strict, "argkp_map_relaxed": relaxed, "argkp_map": (strict + relaxed) / 2,
+            "argkp_groups": float(len(out["strict"])), "argkp_predicted": len(rows) / max(1, paragraphs)}
 
 
 class CachedJudge:
