@@ -147,6 +147,43 @@ def test_candidate_scores_follow_the_settings_formula() -> None:
     assert found.scores(settings)[i] - long.scores(settings)[i] == pytest.approx(0.3 * (6 + 30 - 20) / 10)
 
 
+class Counting(WordScorers):
+    """WordScorers that keeps every pair the relevance model was asked to read."""
+
+    def __init__(self) -> None:
+        self.read: list[str] = []
+
+    def relevance(self, pairs):
+        self.read += [p for _, p in pairs]
+        return super().relevance(pairs)
+
+
+class CountingEncoder(WordEncoder):
+    """WordEncoder that keeps every text it encoded."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def encode(self, texts):
+        self.texts += list(texts)
+        return super().encode(texts)
+
+
+def test_mine_reads_only_candidates_that_could_pass_and_keeps_the_same_units() -> None:
+    settings = MineSettings(claim=1.0, centre=0.0, first=0.0, length=0.0, threshold=1.2)
+    every, encoder = Counting(), CountingEncoder()
+    full = read_candidates(ESSAY, "Zoos should exist", every, encoder)
+    assert len(encoder.texts) == len(set(encoder.texts))  # a sentence that is its own candidate: encoded once
+    pruned, some = read_candidates(ESSAY, "Zoos should exist", Counting(), WordEncoder(), settings), Counting()
+    reach = full.claim + 1.0 >= settings.threshold  # relevance ≤ 1: only these can reach the cut
+    assert 0 < reach.sum() < len(full.spans)
+    assert np.array_equal(pruned.relevance[reach], full.relevance[reach]) and not pruned.relevance[~reach].any()
+    kept = mine(ESSAY, "Zoos should exist", some, WordEncoder(), 0.5, settings)
+    assert len(some.read) == reach.sum()  # the relevance model read no candidate that could not pass
+    chosen = non_overlapping(full.spans, full.scores(settings), settings.threshold)
+    assert sorted(u.text for u in kept) == sorted(full.spans[i].text for i in chosen) and kept
+
+
 def test_margins_over_rival_arguments_by_hand() -> None:
     cosine = np.array([[0.9, 0.2], [0.8, 0.7], [0.1, 0.3]])  # 3 arguments × 2 sentences
     best, top, margin = margins(cosine)

@@ -156,9 +156,17 @@ class Candidates:
                 - settings.length * np.maximum(0.0, self.words - LONG_UNIT_WORDS) / 10)
 
 
-def read_candidates(text: str, claim: str, scorers: Any, encoder: Any) -> Candidates:
+def read_candidates(text: str, claim: str, scorers: Any, encoder: Any,
+                    settings: MineSettings | None = None) -> Candidates:
     """Every candidate unit of ``text`` (see :func:`candidates`) with the relevance model's
-    score for ``claim`` and the cosine features: one relevance call and one encoder call."""
+    score for ``claim`` and the cosine features: one encoder call (each distinct text once: a
+    sentence that is its own candidate is encoded once) and one relevance call.
+
+    With ``settings``, the relevance model reads only the candidates that could reach
+    ``settings.threshold``: every score is in [0, 1], so a candidate whose other terms sum
+    below ``threshold − 1`` cannot, and its relevance is left at 0. What :func:`mine` keeps is
+    the same either way; without ``settings`` every candidate is read (dev tuning re-scores
+    the same candidates under many settings)."""
     found = split_sentences(text)
     offered = candidates(found)
     spans = [span for _, span in offered]
@@ -166,10 +174,13 @@ def read_candidates(text: str, claim: str, scorers: Any, encoder: Any) -> Candid
     if not spans:
         empty = np.zeros(0)
         return Candidates([], [], empty, empty, empty, empty, empty)
-    relevance = np.asarray(scorers.relevance([(claim, s.text) for s in spans]), dtype=np.float64)
     sentence_text = [s.text for s in found]
-    vectors = encoder.encode([claim, *sentence_text, *(s.text for s in spans)]).astype(np.float64)
-    claim_vector, sentence_vectors, span_vectors = vectors[0], vectors[1:len(found) + 1], vectors[len(found) + 1:]
+    distinct = list(dict.fromkeys([claim, *sentence_text, *(s.text for s in spans)]))
+    row = {t: i for i, t in enumerate(distinct)}
+    encoded = np.asarray(encoder.encode(distinct), dtype=np.float64)
+    claim_vector = encoded[row[claim]]
+    sentence_vectors = encoded[[row[t] for t in sentence_text]]
+    span_vectors = encoded[[row[s.text] for s in spans]]
     starts = [para.start for para in paragraphs_of(text, found)]
     centres = np.zeros_like(sentence_vectors)
     for i in range(len(found)):
@@ -178,9 +189,15 @@ def read_candidates(text: str, claim: str, scorers: Any, encoder: Any) -> Candid
         mean = sentence_vectors[near].mean(axis=0)
         centres[i] = mean / max(float(np.linalg.norm(mean)), 1e-12)
     first = np.array([float(i == 0 or starts[i] != starts[i - 1]) for i in sentence])
-    return Candidates(spans, sentence, relevance, span_vectors @ claim_vector,
-                      np.einsum("ij,ij->i", span_vectors, centres[sentence]), first,
-                      np.array([float(_words(s.text)) for s in spans]))
+    relevance = np.zeros(len(spans))
+    out = Candidates(spans, sentence, relevance, span_vectors @ claim_vector,
+                     np.einsum("ij,ij->i", span_vectors, centres[sentence]), first,
+                     np.array([float(_words(s.text)) for s in spans]))
+    read = (np.flatnonzero(out.scores(settings) + 1.0 >= settings.threshold) if settings is not None
+            else np.arange(len(spans)))
+    if len(read):
+        relevance[read] = np.asarray(scorers.relevance([(claim, spans[i].text) for i in read]), dtype=np.float64)
+    return out
 
 
 def paragraphs_of(text: str, found: Sequence[Span]) -> list[Span]:
@@ -203,7 +220,7 @@ def mine(text: str, claim: str, scorers: Any, encoder: Any, stance_threshold: fl
     P(support) is at or above ``stance_threshold``. ``text`` and ``claim`` are expected
     checked (the pipeline checks them).
     """
-    found = read_candidates(text, claim, scorers, encoder)
+    found = read_candidates(text, claim, scorers, encoder, settings)
     scores = found.scores(settings)
     chosen = non_overlapping(found.spans, scores, settings.threshold)
     support = scorers.stance([(claim, found.spans[i].text) for i in chosen]) if chosen else []
