@@ -312,6 +312,34 @@ def test_ray_engine_needs_a_cpu_per_actor(built, ray_cluster, tmp_path: Path) ->
         discover_batch(built.factory, built.claims, tmp_path / "results.jsonl", engine="ray", workers=2)
 
 
+@pytest.mark.slow
+def test_ray_engine_mines_a_map_as_this_process_does(built, ray_cluster, tmp_path: Path, monkeypatch) -> None:
+    from perspectrum.serve.map_run import map_documents
+
+    documents = {"a": "Zoos protect endangered species from extinction. Many visitors enjoy a day out.",
+                 "b": "Animals suffer in captivity; their enclosures are far too small.",
+                 "c": "Breeding programmes matter. Zoos protect endangered species through breeding."}
+    here = map_documents(built.pipe, documents, "Zoos should exist").to_dict()
+    units = tmp_path / "units.jsonl"
+    there = map_documents(built.factory, documents, "Zoos should exist", units=units, engine="ray",
+                          batch_size=2).to_dict()
+
+    def shape(found: dict) -> list:
+        return [(p["key_point"], p["side"], p["documents"], [(q["document"], q["start"], q["end"])
+                                                             for q in p["quotes"]])
+                for p in found["perspectives"] + found["also_mentioned"]]
+
+    assert shape(there) == shape(here) and there["units"] == here["units"] > 0
+    assert len(units.read_text(encoding="utf-8").splitlines()) == 1 + len(documents)
+    import perspectrum.pipeline.pipeline as pipeline_module
+
+    def refuse(*_: Any, **__: Any) -> None:
+        raise AssertionError("a document the ray run mined was mined again")
+
+    monkeypatch.setattr(pipeline_module, "mine", refuse)  # the ray run's file resumes here: nothing to mine
+    assert shape(map_documents(built.pipe, documents, "Zoos should exist", units=units).to_dict()) == shape(here)
+
+
 class FailsInActors:
     """A pipeline factory that works here but not in Ray's actors (a folder they cannot see)."""
 

@@ -211,6 +211,62 @@ def test_map_command_refuses_bad_input_in_one_line(pile: Path, trained_dir) -> N
         assert len(lines) == 1 and why in lines[0], (args, result.stderr)
 
 
+def test_map_units_file_resumes_an_interrupted_run_and_refuses_another_pile(pile: Path, trained_dir, tmp_path: Path,
+                                                                             monkeypatch) -> None:
+    import perspectrum.pipeline.pipeline as pipeline_module
+
+    units = tmp_path / "runs" / "units.jsonl"
+    args = ["map", str(pile), "--claim", "Zoos should exist", "--json", "--units", str(units), *_args(trained_dir)]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    lines = units.read_text(encoding="utf-8").splitlines(keepends=True)
+    header, rows = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+    assert header["map_units"] == 1 and header["claim"] == "Zoos should exist" and header["models"]
+    texts = {d.id: d.text for d in readable(read_documents([pile]))[0]}
+    assert sorted(r["id"] for r in rows) == sorted(texts)  # each readable document once
+    # interrupted after two documents, in the middle of writing the third
+    units.write_text("".join(lines[:3]) + lines[3][:len(lines[3]) // 2], encoding="utf-8")
+    mined: list[str] = []
+    real = pipeline_module.mine
+
+    def counted(text, *rest, **kw):
+        mined.append(text)
+        return real(text, *rest, **kw)
+
+    monkeypatch.setattr(pipeline_module, "mine", counted)
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert "cut off a partial last line" in again.stderr
+    assert sorted(mined) == sorted(texts[r["id"]] for r in rows[2:])  # the two kept were not mined again
+    strip = lambda out: {k: v for k, v in json.loads(out).items() if k != "seconds"}  # noqa: E731
+    assert strip(again.stdout) == strip(first.stdout)
+    written = units.read_text(encoding="utf-8").splitlines()[1:]
+    assert sorted(json.loads(line)["id"] for line in written) == sorted(texts)
+    mined.clear()
+    assert runner.invoke(app, args).exit_code == 0 and mined == []  # all there: nothing mined
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ("a.txt", "b.md"):
+        (other / name).write_text((pile / name).read_text(encoding="utf-8") + " Changed.", encoding="utf-8")
+    cases = [(["map", str(pile), "--claim", "Zoos should close", "--units", str(units)], "another claim"),
+             (["map", str(other), "--claim", "Zoos should exist", "--units", str(units)], "not among those given"),
+             (["map", str(pile / "a.txt"), "--claim", "Zoos should exist", "--units", str(pile / "a.txt")],
+              "not a map units file"),
+             (["map", str(pile), "--claim", "Zoos should exist", "--workers", "2"], "--engine ray")]
+    for case, why in cases:
+        result = runner.invoke(app, [*case, *_args(trained_dir)])
+        assert result.exit_code in (1, 2), (case, result.output)
+        errors = [line for line in result.stderr.strip().splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1 and why in errors[0], (case, result.stderr)
+    changed = tmp_path / "changed.jsonl"
+    two = [str(pile / "a.txt"), str(pile / "b.md"), "--claim", "Zoos should exist", "--units", str(changed),
+           *_args(trained_dir)]
+    assert runner.invoke(app, ["map", *two]).exit_code == 0
+    (pile / "a.txt").write_text((other / "a.txt").read_text(encoding="utf-8"), encoding="utf-8")
+    result = runner.invoke(app, ["map", *two])
+    assert result.exit_code == 1 and "has changed since it was mined" in result.stderr, result.output
+
+
 def test_pipeline_map_checks_its_documents(trained_dir) -> None:
     from perspectrum import Pipeline
 

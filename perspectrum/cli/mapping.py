@@ -10,6 +10,7 @@ import typer
 from perspectrum._progress import printable
 from perspectrum.cli._util import (DataDir, DeviceOpt, IndexDir, ModelsDir, NoVerify, _claim, _echo_json, _error,
                                    _pipeline, app, console)
+from perspectrum.cli.discover import Engine
 from perspectrum.errors import PerspectrumError
 
 
@@ -25,6 +26,17 @@ def map_cli(
                                                  show_default=False)] = None,
     min_documents: Annotated[int, typer.Option(
         "--min-documents", min=1, help="Perspectives fewer documents make are listed as 'also mentioned'.")] = 2,
+    units: Annotated[Optional[Path], typer.Option(
+        "--units", help="Keep every document's mined units in this JSONL file as they are found; run the same "
+                        "command again to resume (documents already there are not mined again).",
+        show_default=False)] = None,
+    engine: Annotated[Engine, typer.Option(help="local: this process; ray: a pool of actors mines the documents.")]
+    = Engine.local,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Ray actors mining, one CPU each "
+                                                                            "(1 if left out).")] = None,
+    address: Annotated[Optional[str], typer.Option(
+        "--address", help="Join this Ray cluster (auto: the one `ray start` runs here) instead of starting one; "
+                          "its nodes must see the same folders.")] = None,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
@@ -35,15 +47,22 @@ def map_cli(
     point, with how many documents make it, its side, and every quote."""
     if claim is None:
         raise _error(PerspectrumError('give the claim the documents argue about: --claim "…"'), 2)
+    if engine == Engine.local and (workers is not None or address is not None):
+        raise _error(PerspectrumError("--workers and --address are for --engine ray"), 2)
     run_map(documents, _claim(claim), as_json=as_json, html=html, min_documents=min_documents, data_dir=data_dir,
-            index_dir=index_dir, models_dir=models_dir, verify=not no_verify)
+            index_dir=index_dir, models_dir=models_dir, verify=not no_verify, units=units, engine=engine.value,
+            workers=workers or 1, address=address)
 
 
 def run_map(paths: list[Path], claim: str, as_json: bool = False, html: Path | None = None, min_documents: int = 2,
             data_dir: Path | None = None, index_dir: Path | None = None, models_dir: Path | None = None,
-            verify: bool = True) -> Any:
+            verify: bool = True, units: Path | None = None, engine: str = "local", workers: int = 1,
+            address: str | None = None) -> Any:
     """Read ``paths``, map them for ``claim``, and print the map (tables, or JSON); each
-    thing skipped is one line on stderr, and ``html`` gets the page."""
+    thing skipped is one line on stderr, and ``html`` gets the page. ``units``, ``engine``,
+    ``workers`` and ``address``: see :func:`perspectrum.serve.map_run.map_documents`."""
+    from functools import partial
+
     from perspectrum._io import atomic_write
     from perspectrum.pipeline.map_page import counted, map_page
     from perspectrum.pipeline.mapping import MapSettings
@@ -52,9 +71,16 @@ def run_map(paths: list[Path], claim: str, as_json: bool = False, html: Path | N
     found, skipped = readable(read_documents(paths))
     for item in skipped:
         typer.echo(f"skipped {printable(item.source, one_line=True)}: {printable(item.why, one_line=True)}", err=True)
-    pipe = _pipeline(data_dir, index_dir, models_dir, verify, prepare_first=True)
-    pipe.show_progress = True  # bars go to stderr, so --json's stdout stays JSON
-    result = pipe.map({d.id: d.text for d in found}, claim, MapSettings(min_documents=min_documents), skipped)
+    from perspectrum.serve.map_run import map_documents
+
+    given = {name: None if path is None else path.expanduser().resolve() for name, path in
+             (("data_dir", data_dir), ("index_dir", index_dir), ("models_dir", models_dir))}
+    # a factory the ray engine can send to its actors (folders made absolute for them); built once here first
+    factory = partial(_pipeline, verify=verify, prepare_first=True, **given)
+    # bars go to stderr, so --json's stdout stays JSON
+    result = map_documents(factory if engine == "ray" else factory(), {d.id: d.text for d in found}, claim,
+                           MapSettings(min_documents=min_documents), skipped, units=units, engine=engine,
+                           workers=workers, address=address, show_progress=True)
     if html is not None:
         page = map_page(result)
         atomic_write(html, lambda tmp: tmp.write_text(page, encoding="utf-8"))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 import time
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -356,14 +356,19 @@ class Pipeline:
                     settings or MineSettings())
 
     def map(self, documents: Mapping[str, str] | Sequence[str], claim: str, settings: MapSettings | None = None,
-            skipped: Sequence[Any] = ()) -> PerspectiveMap:
+            skipped: Sequence[Any] = (), mined: Mapping[str, Sequence[MinedUnit]] | None = None,
+            on_mined: Callable[[str, list[MinedUnit]], None] | None = None) -> PerspectiveMap:
         """The perspectives a pile of ``documents`` takes on ``claim`` (see
         :mod:`perspectrum.pipeline.mapping`): every document's argument units grouped across
         documents, each perspective named by its key point, counted (documents, units, share),
         stanced and quoted with document ids and character offsets. ``documents`` maps ids to
         texts (a list of texts is numbered from 1); every text is checked before any work
         starts. ``skipped`` (what a reader could not read, :class:`perspectrum.text.reading.Skipped`)
-        is carried into the answer."""
+        is carried into the answer.
+
+        ``mined`` holds units already mined for some documents (by id: a resumed run's, or
+        another machine's); those documents are not mined again. ``on_mined(id, units)`` is
+        called as each other document's units are ready (a run that keeps them to resume)."""
         started = time.perf_counter()
         claim = check_claim(claim)
         if isinstance(documents, (str, bytes)):
@@ -374,14 +379,22 @@ class Pipeline:
             raise PerspectrumError("there are no documents to map")
         texts = {str(doc_id): check_document(text, what=f"document {doc_id}") for doc_id, text in items}
         settings = settings or MapSettings()
+        mined = mined or {}
         context = self._get().context
         stance, cluster = self.settings["stance"], self.settings["cluster"]
         units: list[tuple[str, MinedUnit]] = []
-        with progress("mining the documents", len(texts), enabled=self.show_progress) as advance:
-            for doc_id, text in texts.items():
-                units += [(doc_id, unit) for unit in mine(text, claim, context.scorers, context.dense.encoder,
-                                                          stance["threshold"], MineSettings())]
-                advance(1)
+        to_mine = [doc_id for doc_id in texts if doc_id not in mined]
+        with progress("mining the documents", len(to_mine), enabled=self.show_progress and bool(to_mine)) as advance:
+            for doc_id in texts:
+                if doc_id in mined:
+                    found = list(mined[doc_id])
+                else:
+                    found = mine(texts[doc_id], claim, context.scorers, context.dense.encoder, stance["threshold"],
+                                 MineSettings())
+                    if on_mined is not None:
+                        on_mined(doc_id, found)
+                    advance(1)
+                units += [(doc_id, unit) for unit in found]
         left_out = max(0, len(units) - MAX_MAP_UNITS)
         if left_out:  # the most plainly argued units, in document order
             best = sorted(range(len(units)), key=lambda i: -units[i][1].score)[:MAX_MAP_UNITS]

@@ -28,6 +28,7 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.pipeline import Pipeline, check_claim
 from perspectrum.pipeline.stages import EVIDENCE_STAGES, ClaimState
 from perspectrum.serve.batch_files import BatchClaim, result_line
+from perspectrum.serve.map_files import units_line
 
 #: The stages grouped by the model each group waits on, in running order; the ray engine
 #: gives each group its own actor pool. Retrieval (BM25 and one bi-encoder call, a few ms a
@@ -141,18 +142,16 @@ def _perspectrum_error(exc: BaseException) -> PerspectrumError | None:
 
 
 @contextmanager
-def ray_lines(factory: Callable[[], Pipeline], todo: list[BatchClaim], workers: int, batch_size: int,
-              top: int | None, evidence: bool, address: str | None) -> Iterator[Iterator[str]]:
-    """Yield the results lines of ``todo`` as the ray engine's last step sends them, once
-    Ray is up and known to have a CPU for every actor; Ray is shut down after if it was
-    started here, and an actor's one-line error is raised as itself."""
+def _ray_session(factory: Callable[[], Pipeline], needed: int, what: str, address: str | None) -> Iterator[Any]:
+    """Yield ``ray`` once it is up (started here, or joined at ``address``) and known to have
+    ``needed`` CPUs (``what`` names them in the error), with Ray Data's own bars and INFO lines
+    off; Ray is shut down after if it was started here, and an actor's one-line error is raised
+    as itself."""
     ray = _import_ray()
     try:
         ray.cloudpickle.dumps(factory)
     except Exception as exc:  # noqa: BLE001 - whatever pickling raises, the answer is the same
         raise PerspectrumError(f"the ray engine cannot send the pipeline factory to its actors: {exc}") from None
-    steps = _steps(evidence)
-    needed = len(steps) * workers
     started_here = not ray.is_initialized()
     if started_here:
         # Ray schedules by logical CPUs: one per actor, and at least one per core
@@ -173,8 +172,28 @@ def ray_lines(factory: Callable[[], Pipeline], todo: list[BatchClaim], workers: 
             setattr(context, key, value)
         cpus = ray.cluster_resources().get("CPU", 0)
         if cpus < needed:
-            raise PerspectrumError(f"the Ray cluster has {cpus:g} CPUs; {len(steps)} steps × {workers} workers "
-                                   f"need {needed} (one each)")
+            raise PerspectrumError(f"the Ray cluster has {cpus:g} CPUs; {what} need {needed} (one each)")
+        yield ray
+    except Exception as exc:
+        found = _perspectrum_error(exc)
+        if found is None or found is exc:
+            raise
+        raise PerspectrumError(str(found).split("\n", 1)[0]) from None  # Ray appends its retry notes
+    finally:
+        data_logger.setLevel(level)
+        for key, value in before.items():
+            setattr(context, key, value)
+        if started_here:
+            ray.shutdown()
+
+
+@contextmanager
+def ray_lines(factory: Callable[[], Pipeline], todo: list[BatchClaim], workers: int, batch_size: int,
+              top: int | None, evidence: bool, address: str | None) -> Iterator[Iterator[str]]:
+    """Yield the results lines of ``todo`` as the ray engine's last step sends them, once
+    Ray is up and known to have a CPU for every actor (:func:`_ray_session`)."""
+    steps = _steps(evidence)
+    with _ray_session(factory, len(steps) * workers, f"{len(steps)} steps × {workers} workers", address) as ray:
         # one row per batch of claims, one block per row: every step reads a batch whole,
         # and a finished batch's lines are written while the next ones are under way
         rows = [{"work": pickle.dumps([_Work(c, ClaimState(check_claim(c.claim)))
@@ -189,14 +208,47 @@ def ray_lines(factory: Callable[[], Pipeline], todo: list[BatchClaim], workers: 
                                     compute=ray.data.ActorPoolStrategy(size=workers))
         yield (line for table in data.iter_batches(batch_size=None, batch_format="pyarrow")
                for line in table.column("line").to_pylist())
-    except Exception as exc:
-        found = _perspectrum_error(exc)
-        if found is None or found is exc:
-            raise
-        raise PerspectrumError(str(found).split("\n", 1)[0]) from None  # Ray appends its retry notes
-    finally:
-        data_logger.setLevel(level)
-        for key, value in before.items():
-            setattr(context, key, value)
-        if started_here:
-            ray.shutdown()
+
+
+class _MineWorker:
+    """One actor of ``map``'s mining pool: its own pipeline, one thread. Each row it is sent
+    is a batch of (id, text) documents (JSON); it answers each document's units file line
+    (:func:`perspectrum.serve.map_files.units_line`)."""
+
+    def __init__(self, factory: Callable[[], Pipeline], claim: str) -> None:
+        import torch
+
+        torch.set_num_threads(1)
+        self.claim, self.failed = claim, None
+        try:
+            self.pipeline = factory()
+            self.pipeline.settings  # noqa: B018 - load the models before the first batch comes
+        except PerspectrumError as exc:
+            self.failed = exc
+
+    def __call__(self, rows: Any) -> Any:
+        import json
+
+        import pyarrow as pa
+
+        if self.failed is not None:
+            raise self.failed
+        lines = [units_line(doc_id, text, self.pipeline.mine(text, self.claim))
+                 for blob in rows.column("documents").to_pylist() for doc_id, text in json.loads(blob)]
+        return pa.table({"line": pa.array(lines, type=pa.string())})
+
+
+@contextmanager
+def ray_mined(factory: Callable[[], Pipeline], claim: str, todo: list[tuple[str, str]], workers: int,
+              batch_size: int, address: str | None) -> Iterator[Iterator[str]]:
+    """Yield the units file lines of ``todo`` ((id, text) documents) as a pool of ``workers``
+    single-threaded actors mines them for ``claim``, ``batch_size`` documents to a row."""
+    import json
+
+    with _ray_session(factory, workers, f"{workers} workers", address) as ray:
+        rows = [{"documents": json.dumps(todo[start:start + batch_size])} for start in range(0, len(todo), batch_size)]
+        data = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
+            _MineWorker, fn_constructor_kwargs={"factory": factory, "claim": claim}, batch_size=1,
+            batch_format="pyarrow", num_cpus=1, compute=ray.data.ActorPoolStrategy(size=workers))
+        yield (line for table in data.iter_batches(batch_size=None, batch_format="pyarrow")
+               for line in table.column("line").to_pylist())

@@ -1,0 +1,134 @@
+"""The units file of a ``map`` run: every document's mined units, kept so a rerun resumes.
+
+**Layout**: JSONL. Its first line names the run, ``{"map_units": 1, "claim", "models"}``
+(the claim as checked, and which models mined: :func:`models_of`). Each further line is one
+document's units, ``{"id", "sha256", "units"}``: its id, the SHA-256 of its text, and its
+:class:`~perspectrum.text.mining.MinedUnit` records (:func:`units_line`). Lines are appended
+whole and put on disk (``fsync``) one by one (:func:`perspectrum.serve.batch_files.appending`),
+and one run at a time may write a file (:func:`~perspectrum.serve.batch_files.sole_writer`).
+
+**Resuming** (:func:`read_units`): a last line without its newline (an interrupted write) is
+cut off; a file that is not a units file is never cut or appended to; a file of another claim
+or other models, a document no longer among those given, a text that changed since it was
+mined, or an id twice is a one-line error, so units of one pile are never mixed into another's
+map. However often a run is stopped and restarted, each document is mined once and its units
+are read back exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from perspectrum._io import cannot_write
+from perspectrum._progress import say
+from perspectrum.errors import PerspectrumError
+from perspectrum.pipeline.pipeline import Pipeline
+from perspectrum.text.mining import MinedUnit
+
+#: The units file's layout version, in its first line.
+LAYOUT = 1
+
+
+def digest(text: str) -> str:
+    """The SHA-256 of ``text`` (UTF-8, surrogate escapes kept), as hex."""
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def units_line(doc_id: str, text: str, units: Sequence[MinedUnit]) -> str:
+    """The units file's line for one document (without its newline)."""
+    return json.dumps({"id": doc_id, "sha256": digest(text), "units": [u.to_dict() for u in units]},
+                      ensure_ascii=False)
+
+
+def models_of(pipe: Pipeline) -> str:
+    """Which models mine for ``pipe``: its system and a fingerprint of the encoder and of the
+    relevance and stance models' recorded file sums (what a unit's offsets, score and stance
+    depend on), so units mined by other models are not mixed in."""
+    from perspectrum.models.store import read_meta
+
+    parts: dict[str, Any] = {"encoder": pipe.store.encoder.identity}
+    for task in ("relevance", "stance"):
+        try:
+            parts[task] = read_meta(pipe.models_dir, task).get("files") if pipe.system == "trained" else None
+        except PerspectrumError:
+            parts[task] = None
+    return f"{pipe.system} {hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]}"
+
+
+def header(claim: str, models: str) -> str:
+    """The units file's first line (without its newline)."""
+    return json.dumps({"map_units": LAYOUT, "claim": claim, "models": models}, ensure_ascii=False)
+
+
+#: How every units file starts (its header's first key): a file that does not is never cut or appended to.
+_HEAD = b'{"map_units": '
+
+
+def read_units(path: str | Path, claim: str, models: str, texts: Mapping[str, str]) -> dict[str, list[MinedUnit]]:
+    """The units already in units file ``path`` (none when it does not exist), by document
+    id, after cutting off a torn last line; see *Resuming* in the module docstring."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        return {}
+    found: dict[str, list[MinedUnit]] = {}
+    kept = 0
+    try:
+        with open(path, "rb") as handle:
+            opening = handle.read(len(_HEAD))
+            if opening and not (_HEAD.startswith(opening) if len(opening) < len(_HEAD) else opening == _HEAD):
+                # not ours: never cut or append to it
+                raise PerspectrumError(f"{path} is not a map units file; give --units a new file or one an "
+                                       "earlier map run wrote")
+            handle.seek(0)
+            for line, raw in enumerate(handle, 1):
+                if not raw.endswith(b"\n"):
+                    break  # the torn tail of an interrupted run: cut off below
+                kept += len(raw)
+                where = f"{path}, line {line}"
+                try:
+                    row = json.loads(raw)
+                except (ValueError, RecursionError):
+                    row = None
+                if line == 1:
+                    if not isinstance(row, dict) or row.get("map_units") != LAYOUT:
+                        raise PerspectrumError(f"{path} is not a map units file; give --units a new file or one "
+                                               "an earlier map run wrote")
+                    if row.get("claim") != claim:
+                        raise PerspectrumError(f"{path} holds the units of another claim ({row.get('claim')!r}); "
+                                               "give --units a new file")
+                    if row.get("models") != models:
+                        raise PerspectrumError(f"{path} was mined by other models ({row.get('models')}, not "
+                                               f"{models}); give --units a new file")
+                    continue
+                try:
+                    doc_id, units = row["id"], [MinedUnit(**u) for u in row["units"]]
+                    sha = row["sha256"]
+                except (KeyError, TypeError):
+                    raise PerspectrumError(f"{where} is not a document's units") from None
+                if doc_id not in texts:
+                    raise PerspectrumError(f"{where}: document {doc_id!r} is not among those given; are these the "
+                                           "units of another pile?")
+                if sha != digest(texts[doc_id]):
+                    raise PerspectrumError(f"{where}: document {doc_id!r} has changed since it was mined; give "
+                                           "--units a new file")
+                if doc_id in found:
+                    raise PerspectrumError(f"{where}: document {doc_id!r} is there twice")
+                if any(texts[doc_id][u.start:u.end] != u.text for u in units):
+                    raise PerspectrumError(f"{where}: a unit's offsets do not point into document {doc_id!r}")
+                found[doc_id] = units
+    except IsADirectoryError:
+        raise PerspectrumError(f"{path} is a folder, not a units file") from None
+    except OSError as exc:
+        raise PerspectrumError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        if kept < path.stat().st_size:
+            os.truncate(path, kept)
+            say(f"{path}: cut off a partial last line that an interrupted run left")
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
+    return found
