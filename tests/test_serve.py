@@ -350,7 +350,7 @@ def test_openapi_docs_page_and_examples_are_served_from_the_app(pipe, dataset) -
     assert {"/discover", "/map", "/search", "/health", "/metrics", "/examples"} <= set(spec["paths"])
     request = spec["components"]["schemas"]["DiscoverRequest"]["properties"]
     assert request["claims"]["anyOf"][0]["maxItems"] == MAX_BATCH
-    assert set(spec["paths"]["/map"]) == {"post"}
+    assert set(spec["paths"]["/map"]) == {"post"}  # the page at GET /map is not part of the API
     answered = spec["paths"]["/map"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
     assert answered == {"$ref": "#/components/schemas/MapOut"}
     assert spec["components"]["schemas"]["MapRequest"]["properties"]["documents"]["maxItems"] == MAX_MAP_DOCUMENTS
@@ -380,7 +380,7 @@ def test_the_token_guards_every_request_but_health(pipe) -> None:
         wrong = client.post("/discover", json={"claim": CLAIM}, headers={"Authorization": "Bearer not-the-token"})
         right = client.post("/discover", json={"claim": CLAIM}, headers={"Authorization": f"Bearer {TOKEN}"})
         guarded = {path: client.get(path).status_code for path in ("/metrics", "/openapi.json", "/docs", "/examples",
-                                                                  "/static/app.js")}
+                                                                  "/static/app.js", "/map", "/static/map.js")}
         mapped = client.post("/map", json={"claim": "Zoos should exist", "documents": PILE})
         signin = client.get("/", headers={"Accept": "text/html"})
         refused = client.post("/login", json={"token": "not-the-token"})
@@ -481,14 +481,15 @@ def test_every_response_carries_security_headers_and_a_policy_that_fits_what_it_
     bearer = {"Authorization": f"Bearer {TOKEN}"}
     with serving(pipe, ServeSettings(token=TOKEN), ready=False) as client:
         page = client.get("/", headers=bearer)
-        files = [client.get(f"/static/{name}", headers=bearer) for name in ("app.js", "style.css")]
+        map_page = client.get("/map", headers=bearer)
+        files = [client.get(f"/static/{name}", headers=bearer) for name in ("app.js", "map.js", "style.css")]
         signin = client.get("/", headers={"Accept": "text/html"})
         answer = client.get("/examples", headers=bearer)
         refused = client.post("/discover", json={"claim": CLAIM})
         docs, redoc = client.get("/docs", headers=bearer), client.get("/redoc", headers=bearer)
         loaded = re.findall(r'(?:src|href)="([^"]+)"', docs.text + redoc.text)
         docs_files = [client.get(path, headers=bearer) for path in loaded]
-    for response in (page, *files, signin, answer, refused, docs, redoc, *docs_files):
+    for response in (page, map_page, *files, signin, answer, refused, docs, redoc, *docs_files):
         assert response.headers["x-content-type-options"] == "nosniff"
         assert response.headers["x-frame-options"] == "DENY"
         assert response.headers["referrer-policy"] == "no-referrer"
@@ -498,6 +499,11 @@ def test_every_response_carries_security_headers_and_a_policy_that_fits_what_it_
     assert "<script>" not in page.text and "<style" not in page.text and "style=" not in page.text
     assert re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', page.text) == \
         ["data:,", "/static/style.css", "/static/app.js"]
+    assert map_page.status_code == 200 and _policy(map_page) == _policy(page)
+    assert "<script>" not in map_page.text and "<style" not in map_page.text and "style=" not in map_page.text
+    assert re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', map_page.text) == \
+        ["data:,", "/static/style.css", "/static/map.js"]
+    assert 'href="/map"' in page.text and 'href="/"' in map_page.text  # each view links to the other
     policy = _policy(page)
     assert policy["default-src"] == ["'none'"] and policy["connect-src"] == ["'self'"]
     assert "data:" in policy["img-src"] and "'unsafe-inline'" not in str(policy) and "'unsafe-eval'" not in str(policy)

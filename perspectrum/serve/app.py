@@ -14,7 +14,7 @@ exactly the JSON of ``discover --json`` (:meth:`~perspectrum.pipeline.results.Di
 and claims are refused by the CLI's rules (:func:`~perspectrum.pipeline.pipeline.check_claim`).
 ``/map`` answers with exactly the JSON of ``map --json``
 (:meth:`~perspectrum.pipeline.mapping.PerspectiveMap.to_dict`) for a pile of documents sent in
-the body, each checked as ``mine`` checks one.
+the body, each checked as ``mine`` checks one; ``/map`` (GET) is the page that sends them.
 
 Off loopback a bearer token is required (:func:`~perspectrum.serve.guard.check_bind`): every
 request but ``/health`` must carry it, as an ``Authorization: Bearer`` header or as the session
@@ -264,6 +264,10 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
     @app.get("/", response_class=FileResponse, include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(WEB / "index.html", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/map", response_class=FileResponse, include_in_schema=False)
+    async def map_view() -> FileResponse:
+        return FileResponse(WEB / "map.html", headers={"Cache-Control": "no-cache"})
 
     app.mount("/static", StaticFiles(directory=WEB), name="static")
     return app
