@@ -49,7 +49,8 @@ function card(found, read) {
   const fill = element("span", "fill");
   fill.style.width = `${(100 * found.share).toFixed(1)}%`;
   bar.append(fill);
-  item.append(bar, element("p", "meta prevalence", `${shared} (${percent(found.share)}), ${counted(found.units, "unit")}`));
+  const prevalence = `${shared} (${percent(found.share)}), ${counted(found.units, "unit")}`;
+  item.append(bar, element("p", "meta prevalence", prevalence));
   const quotes = element("details", "quotes");
   quotes.append(element("summary", "", counted(found.quotes.length, "quote")));
   for (const each of found.quotes) quotes.append(quote(each));
