@@ -4,7 +4,8 @@ in the background as it starts, so the loading path runs too), driven in Debian'
 chromium by selenium.
 
 It types a claim, waits for both stance columns and a highlighted evidence window, and
-checks the permalink, keyboard use, an error, and a phone-sized viewport. Screenshots go
+checks the permalink, keyboard use, an error, and a phone-sized viewport; and it maps pasted
+texts and a picked file in the map view. Screenshots go
 to ``test-artifacts/`` (or ``$PERSPECTRUM_TEST_ARTIFACTS``). Without chromium and
 chromium-driver the test is skipped, except under CI (``$CI`` set), where `.ci/run`
 installs them and a missing browser is a failure.
@@ -236,3 +237,71 @@ def test_the_map_page_opens_from_a_file_and_unfolds_its_quotes(browser, tmp_path
     assert fetched == 0
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(ARTIFACTS / "map-page.png"))
+
+
+#: Short texts written for this test, one of them with markup that must stay text.
+PASTED = ("Zoos protect endangered species through breeding programmes. Several species survive only in zoos.",
+          "Breeding programmes in zoos save endangered animals. Keeping animals in cages is cruel, some say.",
+          "Keeping animals in <b>cages</b> in zoos is cruel. Their enclosures are far too small.")
+
+
+def test_the_map_view_maps_pasted_texts_and_a_file(server, browser, tmp_path) -> None:
+    """From the main page to the map view; three texts pasted and a picked .txt file (a PDF
+    picked beside it is left out with a note): cards most prevalent first with their bars,
+    quotes folded until opened, markup in a text shown as text, nothing fetched from elsewhere."""
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    driver.get(f"{server}/")
+    driver.find_element(By.LINK_TEXT, "Map your documents").click()
+    _wait(driver, lambda d: d.current_url == f"{server}/map")
+    (tmp_path / "letter.txt").write_text("Zoos protect endangered species from extinction.\n", encoding="utf-8")
+    (tmp_path / "scan.pdf").write_bytes(b"%PDF-1.4 not read in the browser")
+    driver.find_element(By.ID, "claim").send_keys("Zoos should be banned")
+    driver.find_element(By.ID, "texts").send_keys("\n---\n".join(PASTED))
+    driver.find_element(By.ID, "files").send_keys(f"{tmp_path / 'letter.txt'}\n{tmp_path / 'scan.pdf'}")
+    status = driver.find_element(By.ID, "status")
+    assert status.text.startswith("left out scan.pdf: only .txt and .md files are read here")
+    driver.find_element(By.ID, "go").click()
+    _wait(driver, lambda d: d.find_element(By.ID, "result").is_displayed())
+    assert driver.find_element(By.ID, "result-meta").text.startswith("4 documents read")
+    assert status.text.startswith("left out scan.pdf") and "error" not in status.get_attribute("class")
+    cards = driver.find_elements(By.CSS_SELECTOR, "#perspectives li.cluster, #also li.cluster")
+    assert cards
+    counts = [int(c.find_element(By.CSS_SELECTOR, ".prevalence").text.split(" of ")[0]) for c in cards]
+    assert counts == sorted(counts, reverse=True)  # most prevalent first
+    assert all(c.find_element(By.CSS_SELECTOR, ".prevalence").text.split(" of ")[1].startswith("4 documents")
+               for c in cards)
+    widths = [c.find_element(By.CSS_SELECTOR, ".bar .fill").rect["width"] for c in cards]
+    assert widths == sorted(widths, reverse=True) and widths[-1] > 0  # bars follow the share of documents
+    quote = cards[0].find_element(By.CSS_SELECTOR, "blockquote")
+    assert not quote.is_displayed()
+    cards[0].find_element(By.TAG_NAME, "summary").click()
+    assert quote.is_displayed()
+    cited = quote.find_element(By.TAG_NAME, "cite").text
+    assert cited.split(",")[0] in {"pasted 1", "pasted 2", "pasted 3", "letter.txt"} and "characters" in cited
+    # markup in a text is text: no element made from it, its tags shown where it is quoted
+    assert not driver.find_elements(By.CSS_SELECTOR, "#result b")
+    quoted = driver.execute_script("return [...document.querySelectorAll('#result blockquote p')]"
+                                   ".map(p => p.textContent)")
+    assert all(q in "\n".join((*PASTED, "Zoos protect endangered species from extinction.")) for q in quoted)
+    assert any("<b>cages</b>" in q for q in quoted) or not any("cages" in q for q in quoted)
+    fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert fetched and all(url.startswith(f"{server}/") for url in fetched)  # nothing from elsewhere
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(ARTIFACTS / "map-view.png"))
+
+    # a refusal is one line in the status area
+    driver.find_element(By.ID, "texts").send_keys("\n---\n   \n")  # an empty text between separators is dropped
+    driver.find_element(By.ID, "claim").clear()
+    driver.find_element(By.ID, "claim").send_keys("1234 5678")
+    driver.find_element(By.ID, "go").click()
+    refused = _wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "#status.error"))
+    assert refused.text == "claim: the claim has no words in it"
+    # markup in the claim is text too
+    driver.find_element(By.ID, "claim").clear()
+    driver.find_element(By.ID, "claim").send_keys("Zoos should be <b>banned</b>")
+    driver.find_element(By.ID, "go").click()
+    heading = "Perspectives on “Zoos should be <b>banned</b>”"
+    _wait(driver, lambda d: d.find_element(By.ID, "result-claim").text == heading)
+    assert not driver.find_elements(By.CSS_SELECTOR, "#result b")

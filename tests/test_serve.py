@@ -2,7 +2,7 @@
 every refusal (4xx), back-pressure (503 with Retry-After), the token, its session cookie and
 throttle, the Host check and security headers, and the CLI's refusals before it serves; and
 through a real uvicorn server on a free loopback port, the deadlines that close idle and slow
-connections.
+connections. ``/map`` is checked over short texts written for these tests (``tests.test_map``'s).
 
 The app serves the ``--quick`` models of the ``trained_dir`` fixture over the ten-claim
 fixture; what they answer is compared with the same pipeline called directly.
@@ -36,8 +36,11 @@ from perspectrum.serve.app import (
     LOOPBACK_HOSTS,
     MAX_BATCH,
     MAX_BODY_BYTES,
+    MAX_MAP_BODY_BYTES,
+    MAX_MAP_DOCUMENTS,
     DiscoveryOut,
     HitOut,
+    MapOut,
     ServeSettings,
     check_bind,
     create_app,
@@ -45,7 +48,9 @@ from perspectrum.serve.app import (
 )
 from perspectrum.serve.connections import uvicorn_config
 from perspectrum.serve.guard import SESSION_SECONDS, TRIES, TRY_WINDOW, Throttle
+from perspectrum.text.document import MAX_DOCUMENT_CHARS
 from perspectrum.train import prepare
+from tests.test_map import CAGES, ZOOS, ZOOS_TOO
 
 CLAIM = "Animals should have legal rights"
 TOKEN = "a-token-of-twenty-chars"
@@ -170,6 +175,90 @@ def test_a_body_that_is_not_json_or_too_large_is_refused(pipe) -> None:
     assert wrong_length.status_code in (400, 413)
 
 
+PILE = [{"id": "a.txt", "text": ZOOS}, {"id": "b.md", "text": f"# Notes\n\n{ZOOS_TOO}\n"},
+        {"id": "survey:r1", "text": CAGES}, {"id": "d <i>.txt", "text": f"{ZOOS} {CAGES}"}]
+
+
+def test_map_answers_a_pile_as_map_json_with_quotes_that_index_its_documents(pipe) -> None:
+    with serving(pipe) as client:
+        answer = client.post("/map", json={"claim": "  Zoos should exist ", "documents": PILE})
+        everything = client.post("/map", json={"claim": "Zoos should exist", "documents": PILE, "min_documents": 1})
+        metrics = client.get("/metrics").text
+    assert answer.status_code == 200 and answer.headers["content-type"] == "application/json", answer.text
+    body = answer.json()
+    MapOut.model_validate(body)  # the documented response model matches what is sent
+    expected = pipe.map({d["id"]: d["text"] for d in PILE}, "Zoos should exist").to_dict()
+    assert {**body, "seconds": 0} == {**expected, "seconds": 0}
+    assert body["claim"] == "Zoos should exist" and body["documents"] == len(PILE) and body["skipped"] == []
+    texts = {d["id"]: d["text"] for d in PILE}
+    shown = body["perspectives"] + body["also_mentioned"]
+    assert shown and sum(p["units"] for p in shown) == body["units"]
+    for found in shown:
+        assert found["documents"] == len({q["document"] for q in found["quotes"]}) and found["units"] == len(
+            found["quotes"])
+        assert found["share"] == round(found["documents"] / body["documents"], 4)
+        assert found["key_point"] == found["quotes"][0]["text"]
+        for quote in found["quotes"]:
+            assert texts[quote["document"]][quote["start"]:quote["end"]] == quote["text"]
+    prevalence = [(p["documents"], p["units"]) for p in body["perspectives"]]
+    assert prevalence == sorted(prevalence, reverse=True)
+    assert all(p["documents"] >= 2 for p in body["perspectives"])
+    assert all(p["documents"] == 1 for p in body["also_mentioned"])
+    assert body["settings"]["min_documents"] == 2
+    assert everything.status_code == 200 and not everything.json()["also_mentioned"]
+    assert len(everything.json()["perspectives"]) == len(shown)
+    assert 'perspectrum_requests_total{method="POST",path="/map",status="200"} 2.0' in metrics
+    assert 'perspectrum_request_seconds_count{path="/map"} 2.0' in metrics
+
+
+@pytest.mark.parametrize(("body", "detail"), [
+    ({"claim": "Zoos should exist", "documents": []}, "documents: List should have at least 1 item"),
+    ({"claim": "Zoos should exist"}, "documents: Field required"),
+    ({"claim": "Zoos should exist", "documents": [PILE[0], {"id": "b", "text": " \n "}]},
+     "documents[1] (b): the document is empty"),
+    ({"claim": "Zoos should exist", "documents": [PILE[0], {"id": "a.txt", "text": CAGES}]},
+     "documents[1] (a.txt): the id is also documents[0]'s; give each document its own"),
+    ({"claim": "Zoos should exist", "documents": [{"id": " ", "text": ZOOS}]}, "documents[0]: the id is blank"),
+    ({"claim": "Zoos should exist", "documents": [{"id": "", "text": ZOOS}]},
+     "documents.0.id: String should have at least 1 character"),
+    ({"claim": "Zoos should exist", "documents": [{"id": "x\ny", "text": "1234 5678"}]},
+     "documents[0] (x\\ny): the document has no words in it"),
+    ({"claim": "Zoos should exist", "documents": [{"id": "long", "text": "zoos " * (MAX_DOCUMENT_CHARS // 5) + "!"}]},
+     f"documents[0] (long): the document is {MAX_DOCUMENT_CHARS + 1:,} characters long; "
+     f"the limit is {MAX_DOCUMENT_CHARS:,}"),
+    ({"claim": "Zoos should exist", "documents": [{"id": str(n), "text": ZOOS} for n in range(MAX_MAP_DOCUMENTS + 1)]},
+     f"documents: List should have at most {MAX_MAP_DOCUMENTS} items"),
+    ({"claim": "x" * 1001, "documents": PILE}, "claim: the claim is 1,001 characters long; the limit is 1,000"),
+    ({"claim": "  ", "documents": PILE}, "claim: the claim is empty"),
+    ({"claim": "Zoos should exist", "documents": PILE, "min_documents": 0},
+     "min_documents: Input should be greater than or equal to 1"),
+    ({"claim": "Zoos should exist", "documents": PILE, "top": 3}, "top: Extra inputs are not permitted"),
+])
+def test_bad_map_requests_get_422_saying_what_is_wrong_in_one_line(pipe, body, detail) -> None:
+    with serving(pipe, ready=False) as client:  # refused before any model work: no need to wait for the models
+        answer = client.post("/map", json=body)
+    assert answer.status_code == 422 and answer.json()["detail"].startswith(detail), answer.text
+    assert "\n" not in answer.json()["detail"]
+
+
+def test_map_takes_a_larger_body_than_the_other_routes_but_not_without_bound(pipe) -> None:
+    """A pile of 50 op-eds of about 6,000 characters is over the other routes' cap and within /map's."""
+    op_eds = [{"id": f"op-ed {n}.txt", "text": f"Opinion {n}. " + "Zoos protect endangered species. " * 190}
+              for n in range(50)]
+    op_eds[-1]["id"] = "op-ed 0.txt"  # refused once read whole, so no model work is done
+    pile = json.dumps({"claim": "Zoos should exist", "documents": op_eds}).encode()
+    assert MAX_BODY_BYTES < len(pile) < MAX_MAP_BODY_BYTES
+    with serving(pipe, ready=False) as client:
+        elsewhere = client.post("/discover", content=pile, headers={"Content-Type": "application/json"})
+        read = client.post("/map", content=pile, headers={"Content-Type": "application/json"})
+        declared = client.post("/map", content=b"x" * (MAX_MAP_BODY_BYTES + 1))
+        chunked = client.post("/map", content=iter([b"x" * 65536] * 33))  # no Content-Length
+    assert elsewhere.status_code == 413
+    assert read.status_code == 422 and read.json()["detail"].startswith("documents[49] (op-ed 0.txt): the id is also")
+    assert declared.status_code == chunked.status_code == 413
+    assert declared.json()["detail"] == f"the request body is over {MAX_MAP_BODY_BYTES:,} bytes"
+
+
 def test_search_each_pool_and_method_and_its_refusals(pipe) -> None:
     with serving(pipe) as client:
         pairs = [(pool, method) for pool in ("perspectives", "evidence") for method in METHODS]
@@ -258,9 +347,15 @@ def test_openapi_docs_page_and_examples_are_served_from_the_app(pipe, dataset) -
         offered = client.get("/examples").json()
         cors = client.options("/discover", headers={"Origin": "https://elsewhere.example",
                                                     "Access-Control-Request-Method": "POST"})
-    assert {"/discover", "/search", "/health", "/metrics", "/examples"} <= set(spec["paths"])
+    assert {"/discover", "/map", "/search", "/health", "/metrics", "/examples"} <= set(spec["paths"])
     request = spec["components"]["schemas"]["DiscoverRequest"]["properties"]
     assert request["claims"]["anyOf"][0]["maxItems"] == MAX_BATCH
+    assert set(spec["paths"]["/map"]) == {"post"}  # the page at GET /map is not part of the API
+    answered = spec["paths"]["/map"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answered == {"$ref": "#/components/schemas/MapOut"}
+    assert spec["components"]["schemas"]["MapRequest"]["properties"]["documents"]["maxItems"] == MAX_MAP_DOCUMENTS
+    quote = spec["components"]["schemas"]["QuoteOut"]["properties"]
+    assert {"document", "start", "end", "text", "support_probability"} == set(quote)
     assert "https://" not in docs and script.status_code == 200  # Swagger UI's files are local
     assert page.status_code == 200 and 'id="support"' in page.text and 'id="undermine"' in page.text
     assert code.status_code == 200 and "/discover" in code.text
@@ -285,7 +380,8 @@ def test_the_token_guards_every_request_but_health(pipe) -> None:
         wrong = client.post("/discover", json={"claim": CLAIM}, headers={"Authorization": "Bearer not-the-token"})
         right = client.post("/discover", json={"claim": CLAIM}, headers={"Authorization": f"Bearer {TOKEN}"})
         guarded = {path: client.get(path).status_code for path in ("/metrics", "/openapi.json", "/docs", "/examples",
-                                                                  "/static/app.js")}
+                                                                  "/static/app.js", "/map", "/static/map.js")}
+        mapped = client.post("/map", json={"claim": "Zoos should exist", "documents": PILE})
         signin = client.get("/", headers={"Accept": "text/html"})
         refused = client.post("/login", json={"token": "not-the-token"})
         assert COOKIE not in client.cookies
@@ -293,7 +389,8 @@ def test_the_token_guards_every_request_but_health(pipe) -> None:
         page = client.get("/", headers={"Accept": "text/html"})  # the cookie now rides along
         by_cookie = client.post("/search", json={"query": "zoos"})
     assert health.status_code == 200
-    assert bare.status_code == wrong.status_code == 401 and bare.headers["WWW-Authenticate"] == "Bearer"
+    assert bare.status_code == wrong.status_code == mapped.status_code == 401
+    assert bare.headers["WWW-Authenticate"] == "Bearer"
     assert right.status_code == 200
     assert set(guarded.values()) == {401}
     assert signin.status_code == 401 and 'id="token"' in signin.text
@@ -384,14 +481,15 @@ def test_every_response_carries_security_headers_and_a_policy_that_fits_what_it_
     bearer = {"Authorization": f"Bearer {TOKEN}"}
     with serving(pipe, ServeSettings(token=TOKEN), ready=False) as client:
         page = client.get("/", headers=bearer)
-        files = [client.get(f"/static/{name}", headers=bearer) for name in ("app.js", "style.css")]
+        map_page = client.get("/map", headers=bearer)
+        files = [client.get(f"/static/{name}", headers=bearer) for name in ("app.js", "map.js", "style.css")]
         signin = client.get("/", headers={"Accept": "text/html"})
         answer = client.get("/examples", headers=bearer)
         refused = client.post("/discover", json={"claim": CLAIM})
         docs, redoc = client.get("/docs", headers=bearer), client.get("/redoc", headers=bearer)
         loaded = re.findall(r'(?:src|href)="([^"]+)"', docs.text + redoc.text)
         docs_files = [client.get(path, headers=bearer) for path in loaded]
-    for response in (page, *files, signin, answer, refused, docs, redoc, *docs_files):
+    for response in (page, map_page, *files, signin, answer, refused, docs, redoc, *docs_files):
         assert response.headers["x-content-type-options"] == "nosniff"
         assert response.headers["x-frame-options"] == "DENY"
         assert response.headers["referrer-policy"] == "no-referrer"
@@ -401,6 +499,11 @@ def test_every_response_carries_security_headers_and_a_policy_that_fits_what_it_
     assert "<script>" not in page.text and "<style" not in page.text and "style=" not in page.text
     assert re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', page.text) == \
         ["data:,", "/static/style.css", "/static/app.js"]
+    assert map_page.status_code == 200 and _policy(map_page) == _policy(page)
+    assert "<script>" not in map_page.text and "<style" not in map_page.text and "style=" not in map_page.text
+    assert re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', map_page.text) == \
+        ["data:,", "/static/style.css", "/static/map.js"]
+    assert 'href="/map"' in page.text and 'href="/"' in map_page.text  # each view links to the other
     policy = _policy(page)
     assert policy["default-src"] == ["'none'"] and policy["connect-src"] == ["'self'"]
     assert "data:" in policy["img-src"] and "'unsafe-inline'" not in str(policy) and "'unsafe-eval'" not in str(policy)

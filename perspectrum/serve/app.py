@@ -12,6 +12,9 @@ Requests and responses are pydantic models (:mod:`perspectrum.serve.schemas`), s
 ``/openapi.json`` and ``/docs`` are generated from the code. ``/discover`` answers with
 exactly the JSON of ``discover --json`` (:meth:`~perspectrum.pipeline.results.Discovery.to_dict`),
 and claims are refused by the CLI's rules (:func:`~perspectrum.pipeline.pipeline.check_claim`).
+``/map`` answers with exactly the JSON of ``map --json``
+(:meth:`~perspectrum.pipeline.mapping.PerspectiveMap.to_dict`) for a pile of documents sent in
+the body, each checked as ``mine`` checks one; ``/map`` (GET) is the page that sends them.
 
 Off loopback a bearer token is required (:func:`~perspectrum.serve.guard.check_bind`): every
 request but ``/health`` must carry it, as an ``Authorization: Bearer`` header or as the session
@@ -50,12 +53,15 @@ except ModuleNotFoundError as exc:
 from perspectrum._version import __version__
 from perspectrum.data import Dataset
 from perspectrum.index.search import check_query
+from perspectrum.pipeline.mapping import MapSettings
 from perspectrum.pipeline.pipeline import ClaimError, Pipeline
 from perspectrum.serve.guard import (
+    BODY_LIMITS,
     BODY_SECONDS,
     COOKIE,
     LOOPBACK_HOSTS,
     MAX_BODY_BYTES,
+    MAX_MAP_BODY_BYTES,
     SESSION_SECONDS,
     BodyLimit,
     TokenGuard,
@@ -67,10 +73,13 @@ from perspectrum.serve.loader import Loader
 from perspectrum.serve.metrics import Metrics
 from perspectrum.serve.schemas import (
     MAX_BATCH,
+    MAX_MAP_DOCUMENTS,
     DiscoverRequest,
     DiscoveryOut,
     Health,
     HitOut,
+    MapOut,
+    MapRequest,
     Problem,
     SearchRequest,
     Token,
@@ -79,10 +88,12 @@ from perspectrum.serve.schemas import (
     problem,
 )
 from perspectrum.serve.work import Busy, WorkPool
+from perspectrum.text.document import DocumentError
 
 # this module's own names, and those the CLI and the tests import from here
-__all__ = ["COOKIE", "LOOPBACK_HOSTS", "MAX_BATCH", "MAX_BODY_BYTES", "MIN_TOKEN_CHARS", "WEB", "DiscoveryOut", "HitOut",
-           "ServeSettings", "check_bind", "create_app", "example_claims"]
+__all__ = ["COOKIE", "LOOPBACK_HOSTS", "MAX_BATCH", "MAX_BODY_BYTES", "MAX_MAP_BODY_BYTES", "MAX_MAP_DOCUMENTS",
+           "MIN_TOKEN_CHARS", "WEB", "DiscoveryOut", "HitOut", "MapOut", "ServeSettings", "check_bind", "create_app",
+           "example_claims"]
 
 #: Shortest token accepted: a guessable one would make serving off loopback unsafe.
 MIN_TOKEN_CHARS = 16
@@ -162,7 +173,7 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
 
         app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST"],
                            allow_headers=["Authorization", "Content-Type"])
-    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, seconds=settings.body_seconds)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, seconds=settings.body_seconds, limits=BODY_LIMITS)
     # added last, so run first: a request to another host is refused before anything else
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=host_patterns(settings.allowed_hosts), www_redirect=False)
     app.add_middleware(SecurityHeaders, policy=page_policy(guard.signin.read_text(encoding="utf-8")))
@@ -204,6 +215,19 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
         metrics.stage_times(found)
         return discoveries(found, batch=body.claims is not None)
 
+    @app.post("/map", response_model=MapOut, responses=answers,
+              summary=f"The perspectives a pile of documents (at most {MAX_MAP_DOCUMENTS}, a body of at most "
+                      f"{MAX_MAP_BODY_BYTES // 2**20} MiB) takes on a claim, as `map --json`")
+    async def map_documents(body: MapRequest) -> Response:
+        try:
+            claim, texts = body.checked()
+        except (ClaimError, DocumentError) as exc:
+            return problem(422, str(exc))
+        found = await run(lambda: pipeline.map(texts, claim, MapSettings(min_documents=body.min_documents)))
+        if isinstance(found, Response):
+            return found
+        return JSONResponse(found.to_dict())
+
     @app.post("/search", response_model=list[HitOut], responses=answers,
               summary="Search one pool with BM25, dense or hybrid retrieval")
     async def search(body: SearchRequest) -> Any:
@@ -240,6 +264,10 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
     @app.get("/", response_class=FileResponse, include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(WEB / "index.html", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/map", response_class=FileResponse, include_in_schema=False)
+    async def map_view() -> FileResponse:
+        return FileResponse(WEB / "map.html", headers={"Cache-Control": "no-cache"})
 
     app.mount("/static", StaticFiles(directory=WEB), name="static")
     return app

@@ -11,9 +11,9 @@ slowed down (:class:`Throttle`: 429 after :data:`TRIES` in :data:`TRY_WINDOW` se
 
 Requests must name this server in their ``Host`` header (:func:`host_patterns`): a page on
 any site can make the browser send requests to a loopback server through DNS rebinding,
-and only the ``Host`` header tells them apart. A request body over :data:`MAX_BODY_BYTES`,
-or one that takes longer than its deadline to arrive, is refused before the app reads it
-(:class:`BodyLimit`).
+and only the ``Host`` header tells them apart. A request body over :data:`MAX_BODY_BYTES`
+(:data:`MAX_MAP_BODY_BYTES` for ``POST /map``), or one that takes longer than its deadline
+to arrive, is refused before the app reads it (:class:`BodyLimit`).
 """
 
 from __future__ import annotations
@@ -42,6 +42,12 @@ from perspectrum.serve.schemas import problem
 
 #: Largest request body read, in bytes: 32 claims of 1,000 characters with room to spare.
 MAX_BODY_BYTES = 256 * 1024
+#: Largest body of ``POST /map``, in bytes: a pile of documents. 50 op-eds of 1,000 words
+#: (about 6,000 characters each) are 300 KB, over :data:`MAX_BODY_BYTES`; 2 MiB holds them
+#: seven times over, or one document of the longest a document may be (300,000 characters).
+MAX_MAP_BODY_BYTES = 2 * 1024 * 1024
+#: Paths whose body may be larger than :data:`MAX_BODY_BYTES`, and how large.
+BODY_LIMITS = {"/map": MAX_MAP_BODY_BYTES}
 #: Seconds the whole request body may take to arrive once its head is in (then 408): a slow
 #: client must not hold a connection and a body buffer for as long as it likes.
 BODY_SECONDS = 30.0
@@ -222,21 +228,32 @@ def _client(request: Request) -> str:
 
 
 class BodyLimit:
-    """Answers 413 to a request body over ``limit`` bytes before the app reads any of it
-    (declared length), or as soon as a chunked body passes it; and 408, closing the
-    connection, to a body that has not all arrived ``seconds`` after the request's head."""
+    """Answers 413 to a request body over ``limit`` bytes (``limits[path]`` for a path named
+    there) before the app reads any of it (declared length), or as soon as a chunked body
+    passes it; and 408, closing the connection, to a body that has not all arrived
+    ``seconds`` after the request's head."""
 
-    def __init__(self, app: Any, limit: int, seconds: float = BODY_SECONDS) -> None:
+    def __init__(self, app: Any, limit: int, seconds: float = BODY_SECONDS,
+                 limits: dict[str, int] | None = None) -> None:
         self.app = app
         self.limit = limit
         self.seconds = seconds
+        self.limits = dict(limits or {})
+
+    def limit_for(self, scope: dict) -> int:
+        """The body limit of the request's path (as the app routes it, a proxy's root path aside)."""
+        path, root = scope.get("path", ""), scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root):]
+        return self.limits.get(path, self.limit)
 
     async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        limit = self.limit_for(scope)
         declared = dict(scope.get("headers") or ()).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            return await self._refuse(problem(413, f"the request body is over {self.limit:,} bytes"),
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            return await self._refuse(problem(413, f"the request body is over {limit:,} bytes"),
                                       scope, receive, send)
         chunks: list[bytes] = []
         size = 0
@@ -248,8 +265,8 @@ class BodyLimit:
                         return None  # the client left
                     chunks.append(message.get("body", b""))
                     size += len(chunks[-1])
-                    if size > self.limit:
-                        return await self._refuse(problem(413, f"the request body is over {self.limit:,} bytes"),
+                    if size > limit:
+                        return await self._refuse(problem(413, f"the request body is over {limit:,} bytes"),
                                                   scope, receive, send)
                     if not message.get("more_body", False):
                         break

@@ -4,6 +4,10 @@ and ``/docs`` are generated from the code, and the one-line problem every refusa
 ``/discover`` answers with exactly the JSON of ``discover --json``
 (:meth:`~perspectrum.pipeline.results.Discovery.to_dict`; :class:`DiscoveryOut` documents it),
 and claims are refused by the CLI's rules (:func:`~perspectrum.pipeline.pipeline.check_claim`).
+``/map`` answers with exactly the JSON of ``map --json``
+(:meth:`~perspectrum.pipeline.mapping.PerspectiveMap.to_dict`; :class:`MapOut` documents it),
+and its documents are refused by the rules ``mine`` and ``map`` read a text by
+(:func:`~perspectrum.text.document.check_document`).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from perspectrum._progress import printable
 from perspectrum.errors import missing_extra
 
 try:  # the serve extra; without it `perspectrum serve` says so in one line (MissingExtra)
@@ -23,11 +28,17 @@ except ModuleNotFoundError as exc:
 from perspectrum.index.search import MAX_QUERY_CHARS
 from perspectrum.pipeline.pipeline import MAX_CLAIM_CHARS, ClaimError, check_claim
 from perspectrum.pipeline.results import Discovery
+from perspectrum.text.document import MAX_DOCUMENT_CHARS, DocumentError, check_document
 
 #: Claims in one ``POST /discover`` (a batch runs as one ``discover_many`` call).
 MAX_BATCH = 32
 #: Perspectives a request may ask for (``top``); what ``discover`` returns is far fewer.
 MAX_TOP = 100
+#: Documents in one ``POST /map``: a pile pasted or picked in the page. Larger piles are the
+#: CLI's (``perspectrum map``), which reads folders and JSONL and shows its progress.
+MAX_MAP_DOCUMENTS = 200
+#: Longest document id in ``POST /map`` (a file name, a respondent's number).
+MAX_DOCUMENT_ID_CHARS = 200
 
 
 class DiscoverRequest(BaseModel):
@@ -63,6 +74,95 @@ class DiscoverRequest(BaseModel):
                 where = "claim" if self.claims is None else f"claims[{number}]"
                 raise ClaimError(f"{where}: {exc}") from None
         return texts
+
+
+class MapDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=MAX_DOCUMENT_ID_CHARS,
+                    description="Names the document in the answer's quotes; unique within the request.")
+    # the length bound is documented, not enforced here: check_document refuses with mine's words
+    text: str = Field(description=f"The document (at most {MAX_DOCUMENT_CHARS:,} characters, with words); "
+                                  "quotes' offsets index it as sent.",
+                      json_schema_extra={"minLength": 1, "maxLength": MAX_DOCUMENT_CHARS})
+
+
+class MapRequest(BaseModel):
+    """A claim and a pile of documents, with ``map``'s option."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "examples": [{"claim": "Animals should have lawful rights",
+                      "documents": [{"id": "letter-1", "text": "Animals feel pain, so the law should protect them."},
+                                    {"id": "letter-2", "text": "Rights come with duties that animals cannot bear."}]}]})
+
+    claim: str = Field(description=f"The claim the documents argue about (at most {MAX_CLAIM_CHARS:,} characters).",
+                       json_schema_extra={"minLength": 1, "maxLength": MAX_CLAIM_CHARS})
+    documents: list[MapDocument] = Field(min_length=1, max_length=MAX_MAP_DOCUMENTS,
+                                         description=f"The pile (at most {MAX_MAP_DOCUMENTS}).")
+    min_documents: int = Field(2, ge=1, le=MAX_MAP_DOCUMENTS,
+                               description="Perspectives fewer documents make are listed as `also_mentioned`.")
+
+    def checked(self) -> tuple[str, dict[str, str]]:
+        """The claim as ``map`` reads it and the documents by id, or the one-line reason one is
+        refused: a :class:`ClaimError` (``claim: ...``), or a :class:`DocumentError` that starts
+        with the document refused (``documents[i]: ...``)."""
+        try:
+            claim = check_claim(self.claim)
+        except ClaimError as exc:
+            raise ClaimError(f"claim: {exc}") from None
+        texts: dict[str, str] = {}
+        first: dict[str, int] = {}
+        for number, document in enumerate(self.documents):
+            if not document.id.strip():
+                raise DocumentError(f"documents[{number}]: the id is blank")
+            where = f"documents[{number}] ({printable(document.id, one_line=True)})"
+            if document.id in first:
+                raise DocumentError(f"{where}: the id is also documents[{first[document.id]}]'s; "
+                                    "give each document its own")
+            try:
+                texts[document.id] = check_document(document.text)
+            except DocumentError as exc:
+                raise DocumentError(f"{where}: {exc}") from None
+            first[document.id] = number
+        return claim, texts
+
+
+class QuoteOut(BaseModel):
+    document: str = Field(description="the id of the document quoted")
+    start: int = Field(description="character offset in the document's text: `text == documents[document][start:end]`")
+    end: int
+    text: str
+    support_probability: float
+
+
+class MappedPerspectiveOut(BaseModel):
+    key_point: str = Field(description="the unit that names the perspective (also `quotes[0]`)")
+    side: Literal["support", "undermine", "unclear"]
+    confidence: float = Field(description="calibrated probability of the side shown (of support when unclear)")
+    documents: int = Field(description="how many documents make it")
+    units: int
+    share: float = Field(description="`documents` of the documents read")
+    quotes: list[QuoteOut]
+
+
+class SkippedOut(BaseModel):
+    source: str
+    why: str
+
+
+class MapOut(BaseModel):
+    """What ``map --json`` prints (docs/map.md)."""
+
+    claim: str
+    documents: int = Field(description="documents read")
+    units: int = Field(description="argument units mined from them")
+    skipped: list[SkippedOut] = Field(description="what could not be read (always empty here: a request with an "
+                                                   "unreadable document is refused)")
+    perspectives: list[MappedPerspectiveOut] = Field(description="made by at least `min_documents` documents, "
+                                                                 "most prevalent first")
+    also_mentioned: list[MappedPerspectiveOut] = Field(description="made by fewer documents")
+    settings: dict[str, Any]
+    seconds: float
 
 
 class PhrasingOut(BaseModel):
