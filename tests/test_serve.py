@@ -482,7 +482,7 @@ def test_every_response_carries_security_headers_and_a_policy_that_fits_what_it_
     with serving(pipe, ServeSettings(token=TOKEN), ready=False) as client:
         page = client.get("/", headers=bearer)
         map_page = client.get("/map", headers=bearer)
-        files = [client.get(f"/static/{name}", headers=bearer) for name in ("app.js", "map.js", "style.css")]
+        files = [client.get(f"/static/{name}", headers=bearer) for name in ("common.js", "app.js", "map.js", "style.css")]
         signin = client.get("/", headers={"Accept": "text/html"})
         answer = client.get("/examples", headers=bearer)
         refused = client.post("/discover", json={"claim": CLAIM})
@@ -498,11 +498,11 @@ def test_every_response_carries_security_headers_and_a_policy_that_fits_what_it_
     assert page.status_code == 200 and signin.status_code == 401
     assert "<script>" not in page.text and "<style" not in page.text and "style=" not in page.text
     assert re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', page.text) == \
-        ["data:,", "/static/style.css", "/static/app.js"]
+        ["data:,", "/static/style.css", "/static/common.js", "/static/app.js"]
     assert map_page.status_code == 200 and _policy(map_page) == _policy(page)
     assert "<script>" not in map_page.text and "<style" not in map_page.text and "style=" not in map_page.text
     assert re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', map_page.text) == \
-        ["data:,", "/static/style.css", "/static/map.js"]
+        ["data:,", "/static/style.css", "/static/common.js", "/static/map.js"]
     assert 'href="/map"' in page.text and 'href="/"' in map_page.text  # each view links to the other
     policy = _policy(page)
     assert policy["default-src"] == ["'none'"] and policy["connect-src"] == ["'self'"]

@@ -123,42 +123,51 @@ def read_results(out: str | Path, claims: Sequence[BatchClaim]) -> set[ClaimId]:
         return set()
     text = {c.id: c.claim for c in claims}
     first: dict[ClaimId, int] = {}
+    for line, row in complete_lines(out, "results file"):
+        where = f"{out}, line {line}"
+        if not isinstance(row, dict) or not {"id", "claim", "result"} <= row.keys():
+            raise PerspectrumError(f"{where} is not a discover-batch result; is {out.name} the results "
+                                   "file of another command?")
+        claim_id = row["id"]
+        if not is_id(claim_id) or claim_id not in text:
+            raise PerspectrumError(f"{where}: id {claim_id!r} is not among the claims; are these the "
+                                   "results of another claims file?")
+        if row["claim"] != text[claim_id]:
+            raise PerspectrumError(f"{where}: id {claim_id!r} was another claim; are these the results "
+                                   "of another claims file?")
+        if claim_id in first:
+            raise PerspectrumError(f"{where}: id {claim_id!r} is also on line {first[claim_id]}")
+        first[claim_id] = line
+    return set(first)
+
+
+def complete_lines(path: Path, kind: str) -> Iterator[tuple[int, Any]]:
+    """Each complete line of the JSONL file ``path`` as (line number, its JSON, or ``None``
+    where it is not JSON); once all are read, a last line without its newline (the torn tail of
+    an interrupted run) is cut off, saying so. A folder or an unreadable file is a one-line
+    error naming ``kind``. A consumer that raises on a line stops the reading: nothing is cut."""
     kept = 0  # bytes of complete lines
     try:
-        with open(out, "rb") as handle:
+        with open(path, "rb") as handle:
             for line, raw in enumerate(handle, 1):
                 if not raw.endswith(b"\n"):
-                    break  # the torn tail of an interrupted run: cut off below
+                    break  # cut off below
                 kept += len(raw)
-                where = f"{out}, line {line}"
                 try:
                     row = json.loads(raw)
                 except (ValueError, RecursionError):
                     row = None
-                if not isinstance(row, dict) or not {"id", "claim", "result"} <= row.keys():
-                    raise PerspectrumError(f"{where} is not a discover-batch result; is {out.name} the results "
-                                           "file of another command?")
-                claim_id = row["id"]
-                if not is_id(claim_id) or claim_id not in text:
-                    raise PerspectrumError(f"{where}: id {claim_id!r} is not among the claims; are these the "
-                                           "results of another claims file?")
-                if row["claim"] != text[claim_id]:
-                    raise PerspectrumError(f"{where}: id {claim_id!r} was another claim; are these the results "
-                                           "of another claims file?")
-                if claim_id in first:
-                    raise PerspectrumError(f"{where}: id {claim_id!r} is also on line {first[claim_id]}")
-                first[claim_id] = line
+                yield line, row
     except IsADirectoryError:
-        raise PerspectrumError(f"{out} is a folder, not a results file") from None
+        raise PerspectrumError(f"{path} is a folder, not a {kind}") from None
     except OSError as exc:
-        raise PerspectrumError(f"cannot read {out}: {exc.strerror or exc}") from None
+        raise PerspectrumError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        if kept < out.stat().st_size:
-            os.truncate(out, kept)
-            say(f"{out}: cut off a partial last line that an interrupted run left")
+        if kept < path.stat().st_size:
+            os.truncate(path, kept)
+            say(f"{path}: cut off a partial last line that an interrupted run left")
     except OSError as exc:
-        raise cannot_write(out, exc) from None
-    return set(first)
+        raise cannot_write(path, exc) from None
 
 
 def result_line(claim: BatchClaim, result: Discovery) -> str:

@@ -9,7 +9,7 @@ which stops clickjacking of the sign-in form. ``nosniff`` keeps a browser from r
 JSON answer as a script, and ``no-referrer`` keeps a claim in the page's address out of the
 requests its links make.
 
-The pages load only their own files (``/static/app.js``, ``map.js`` and ``style.css``, no
+The pages load only their own files (``/static/common.js``, ``app.js``, ``map.js`` and ``style.css``, no
 inline script or style). The sign-in page is one file with an inline script and style: they are allowed
 by their SHA-256, read from the file when the app is built, so an edit cannot go stale.
 The API docs (``/docs``, ``/redoc``: FastAPI's pages, served offline) start Swagger UI and

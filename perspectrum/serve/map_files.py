@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from perspectrum._io import cannot_write
-from perspectrum._progress import say
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.pipeline import Pipeline
+from perspectrum.serve.batch_files import complete_lines
 from perspectrum.text.mining import MinedUnit
 
 #: The units file's layout version, in its first line.
@@ -69,6 +67,21 @@ def header(claim: str, models: str) -> str:
 _HEAD = b'{"map_units": '
 
 
+def _check_opening(path: Path) -> None:
+    """Refuse a file that does not start as a units file does (or is empty): it is not
+    ours, so it is never cut or appended to."""
+    try:
+        with open(path, "rb") as handle:
+            opening = handle.read(len(_HEAD))
+    except IsADirectoryError:
+        raise PerspectrumError(f"{path} is a folder, not a units file") from None
+    except OSError as exc:
+        raise PerspectrumError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if opening and not _HEAD.startswith(opening) and not opening.startswith(_HEAD):
+        raise PerspectrumError(f"{path} is not a map units file; give --units a new file or one an earlier map "
+                               "run wrote")
+
+
 def read_units(path: str | Path, claim: str, models: str, texts: Mapping[str, str]) -> dict[str, list[MinedUnit]]:
     """The units already in units file ``path`` (none when it does not exist), by document
     id, after cutting off a torn last line; see *Resuming* in the module docstring."""
@@ -76,59 +89,33 @@ def read_units(path: str | Path, claim: str, models: str, texts: Mapping[str, st
     if not path.exists():
         return {}
     found: dict[str, list[MinedUnit]] = {}
-    kept = 0
-    try:
-        with open(path, "rb") as handle:
-            opening = handle.read(len(_HEAD))
-            if opening and not (_HEAD.startswith(opening) if len(opening) < len(_HEAD) else opening == _HEAD):
-                # not ours: never cut or append to it
-                raise PerspectrumError(f"{path} is not a map units file; give --units a new file or one an "
-                                       "earlier map run wrote")
-            handle.seek(0)
-            for line, raw in enumerate(handle, 1):
-                if not raw.endswith(b"\n"):
-                    break  # the torn tail of an interrupted run: cut off below
-                kept += len(raw)
-                where = f"{path}, line {line}"
-                try:
-                    row = json.loads(raw)
-                except (ValueError, RecursionError):
-                    row = None
-                if line == 1:
-                    if not isinstance(row, dict) or row.get("map_units") != LAYOUT:
-                        raise PerspectrumError(f"{path} is not a map units file; give --units a new file or one "
-                                               "an earlier map run wrote")
-                    if row.get("claim") != claim:
-                        raise PerspectrumError(f"{path} holds the units of another claim ({row.get('claim')!r}); "
-                                               "give --units a new file")
-                    if row.get("models") != models:
-                        raise PerspectrumError(f"{path} was mined by other models ({row.get('models')}, not "
-                                               f"{models}); give --units a new file")
-                    continue
-                try:
-                    doc_id, units = row["id"], [MinedUnit(**u) for u in row["units"]]
-                    sha = row["sha256"]
-                except (KeyError, TypeError):
-                    raise PerspectrumError(f"{where} is not a document's units") from None
-                if doc_id not in texts:
-                    raise PerspectrumError(f"{where}: document {doc_id!r} is not among those given; are these the "
-                                           "units of another pile?")
-                if sha != digest(texts[doc_id]):
-                    raise PerspectrumError(f"{where}: document {doc_id!r} has changed since it was mined; give "
-                                           "--units a new file")
-                if doc_id in found:
-                    raise PerspectrumError(f"{where}: document {doc_id!r} is there twice")
-                if any(texts[doc_id][u.start:u.end] != u.text for u in units):
-                    raise PerspectrumError(f"{where}: a unit's offsets do not point into document {doc_id!r}")
-                found[doc_id] = units
-    except IsADirectoryError:
-        raise PerspectrumError(f"{path} is a folder, not a units file") from None
-    except OSError as exc:
-        raise PerspectrumError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        if kept < path.stat().st_size:
-            os.truncate(path, kept)
-            say(f"{path}: cut off a partial last line that an interrupted run left")
-    except OSError as exc:
-        raise cannot_write(path, exc) from None
+    _check_opening(path)
+    not_ours = f"{path} is not a map units file; give --units a new file or one an earlier map run wrote"
+    for line, row in complete_lines(path, "units file"):
+        where = f"{path}, line {line}"
+        if line == 1:
+            if not isinstance(row, dict) or row.get("map_units") != LAYOUT:
+                raise PerspectrumError(not_ours)
+            if row.get("claim") != claim:
+                raise PerspectrumError(f"{path} holds the units of another claim ({row.get('claim')!r}); "
+                                       "give --units a new file")
+            if row.get("models") != models:
+                raise PerspectrumError(f"{path} was mined by other models ({row.get('models')}, not "
+                                       f"{models}); give --units a new file")
+            continue
+        try:
+            doc_id, units, sha = row["id"], [MinedUnit(**u) for u in row["units"]], row["sha256"]
+        except (KeyError, TypeError):
+            raise PerspectrumError(f"{where} is not a document's units") from None
+        if doc_id not in texts:
+            raise PerspectrumError(f"{where}: document {doc_id!r} is not among those given; are these the "
+                                   "units of another pile?")
+        if sha != digest(texts[doc_id]):
+            raise PerspectrumError(f"{where}: document {doc_id!r} has changed since it was mined; give "
+                                   "--units a new file")
+        if doc_id in found:
+            raise PerspectrumError(f"{where}: document {doc_id!r} is there twice")
+        if any(texts[doc_id][u.start:u.end] != u.text for u in units):
+            raise PerspectrumError(f"{where}: a unit's offsets do not point into document {doc_id!r}")
+        found[doc_id] = units
     return found

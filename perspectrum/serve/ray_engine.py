@@ -57,7 +57,31 @@ def _steps(evidence: bool) -> list[tuple[str, ...]]:
     return [names for names in steps if names]
 
 
-class _StepWorker:
+class _Actor:
+    """An actor of the ray engine: its own pipeline, built by ``factory``, on one thread.
+
+    Ray reports an error raised while an actor starts as the text of its traceback, one raised
+    while working on a batch as itself: so a one-line error the factory raises waits for the
+    first batch (:meth:`ready`)."""
+
+    def __init__(self, factory: Callable[[], Pipeline]) -> None:
+        import torch
+
+        torch.set_num_threads(1)  # one logical CPU per actor: parallelism is the pool's, not torch's
+        self.failed: PerspectrumError | None = None
+        try:
+            self.pipeline = factory()
+            self.pipeline.settings  # noqa: B018 - load the models before the first batch comes
+        except PerspectrumError as exc:
+            self.failed = exc
+
+    def ready(self) -> None:
+        """Raise the factory's error, if it failed."""
+        if self.failed is not None:
+            raise self.failed
+
+
+class _StepWorker(_Actor):
     """One actor of a step's pool: its own pipeline, one thread, only its step's stages.
 
     Each row it is sent is one batch of claims, a pickled list of :class:`_Work` (the
@@ -68,25 +92,14 @@ class _StepWorker:
 
     def __init__(self, factory: Callable[[], Pipeline], names: tuple[str, ...],
                  finish: dict[str, Any] | None) -> None:
-        import torch
-
-        torch.set_num_threads(1)  # one logical CPU per actor: parallelism is the pool's, not torch's
+        super().__init__(factory)
         self.names = names
         self.finish = finish  # discovery's top and evidence, on the last step only
-        # Ray reports an error raised here as the text of its traceback, one raised while
-        # working on a batch as itself: so a one-line error waits for the first batch
-        self.failed: PerspectrumError | None = None
-        try:
-            self.pipeline = factory()
-            self.pipeline.settings  # noqa: B018 - load the models before the first batch comes
-        except PerspectrumError as exc:
-            self.failed = exc
 
     def __call__(self, rows: Any) -> Any:
         import pyarrow as pa
 
-        if self.failed is not None:
-            raise self.failed
+        self.ready()
         batches: list[list[_Work]] = [pickle.loads(blob) for blob in rows.column("work").to_pylist()]
         for works in batches:
             seconds = self.pipeline.advance([w.state for w in works], self.names)
@@ -210,29 +223,21 @@ def ray_lines(factory: Callable[[], Pipeline], todo: list[BatchClaim], workers: 
                for line in table.column("line").to_pylist())
 
 
-class _MineWorker:
+class _MineWorker(_Actor):
     """One actor of ``map``'s mining pool: its own pipeline, one thread. Each row it is sent
     is a batch of (id, text) documents (JSON); it answers each document's units file line
     (:func:`perspectrum.serve.map_files.units_line`)."""
 
     def __init__(self, factory: Callable[[], Pipeline], claim: str) -> None:
-        import torch
-
-        torch.set_num_threads(1)
-        self.claim, self.failed = claim, None
-        try:
-            self.pipeline = factory()
-            self.pipeline.settings  # noqa: B018 - load the models before the first batch comes
-        except PerspectrumError as exc:
-            self.failed = exc
+        super().__init__(factory)
+        self.claim = claim
 
     def __call__(self, rows: Any) -> Any:
         import json
 
         import pyarrow as pa
 
-        if self.failed is not None:
-            raise self.failed
+        self.ready()
         lines = [units_line(doc_id, text, self.pipeline.mine(text, self.claim))
                  for blob in rows.column("documents").to_pylist() for doc_id, text in json.loads(blob)]
         return pa.table({"line": pa.array(lines, type=pa.string())})

@@ -3,19 +3,6 @@
 // text (never as HTML), so a perspective or paragraph cannot inject markup.
 "use strict";
 
-const $ = (id) => document.getElementById(id);
-
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function percent(value) {
-  return `${Math.round(value * 100)}%`;
-}
-
 // The window of a paragraph that states the perspective (character offsets
 // window_start..window_end) in <mark>; the whole paragraph, window marked, behind a <details>.
 function paragraph(hit) {

@@ -4,22 +4,10 @@
 // as text (never as HTML), so nothing a document holds can become markup.
 "use strict";
 
-const $ = (id) => document.getElementById(id);
 // Files read as plain text here; other kinds need `perspectrum map` (it reads PDF, HTML, JSONL).
 const TEXT_FILES = /\.(txt|text|md|markdown)$/i;
 // A line with only --- on it separates pasted documents.
 const SEPARATOR = /^[ \t]*---[ \t]*$/m;
-
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function percent(value) {
-  return `${Math.round(value * 100)}%`;
-}
 
 function counted(n, what) {
   return `${n.toLocaleString("en")} ${what}${n === 1 ? "" : "s"}`;
