@@ -1,6 +1,6 @@
 """Capping the work one claim can cause: latency per claim and quality on dev, by ``max_perspectives``.
 
-    python -m benchmarks.latency_caps --models-dir MODELS [--split dev] [--caps 30 20 12] [--name NAME]
+    python -m benchmarks.latency_caps --models-dir MODELS [--split dev] [--caps 30 20 12] [--budgets B ...] [--name NAME]
 
 For each cap (``PipelineConfig.max_perspectives``: at most this many perspectives kept per
 claim, so at most this many stance pairs, clusters to expand and cards to evidence), runs
@@ -11,6 +11,11 @@ reader's figures of the same answers (:func:`perspectrum.eval.pipeline.score`).
 
 Rule, fixed before the runs were read: the lowest cap whose dev T1 F1 and found T5 stay within
 0.5 points of the default cap's (30) is kept if it brings p95 per claim to 2.5 s or under.
+
+``--budgets B ...`` also runs the first cap with each expand budget (``expand.budget``: at most
+B cluster–neighbour pairs read by the equivalence model per claim, the closest first). Rule,
+fixed before those runs: the largest budget whose p95 is 2.5 s or under and whose T1, found T5
+and strict T5 each stay within 0.5 points of the run without a budget is kept; none, no budget.
 
 Writes ``eval/results/latency_caps_<name>_<split>.json``.
 """
@@ -38,9 +43,10 @@ def _percentiles(values: list[float]) -> dict[str, float]:
             "max_ms": round(float(np.max(values)) * 1000, 1)}
 
 
-def run_cap(args: Any, claims: list[Any], cap: int) -> dict[str, Any]:
+def run_cap(args: Any, claims: list[Any], cap: int, budget: int = 0) -> dict[str, Any]:
+    overrides = {"expand": {"budget": budget}} if budget else {}
     pipe = Pipeline.load(index_dir=args.index_dir, models_dir=args.models_dir,
-                         config=PipelineConfig(max_perspectives=cap))
+                         config=PipelineConfig(max_perspectives=cap, overrides=overrides))
     pipe.warm_up()
     pipe.discover(claims[0].text)
     stages: dict[str, list[float]] = {}
@@ -56,7 +62,7 @@ def run_cap(args: Any, claims: list[Any], cap: int) -> dict[str, Any]:
     s = score(claims, results)
     slow.sort(reverse=True)
     return {
-        "max_perspectives": cap, "system": pipe.system,
+        "max_perspectives": cap, **({"expand_budget": budget} if budget else {}), "system": pipe.system,
         "latency": {stage: _percentiles(values) for stage, values in stages.items()},
         "slowest": [{"seconds": round(t, 2), "claim_id": cid, "cards": cards, "phrasings": phrasings}
                     for t, cid, cards, phrasings in slow[:8]],
@@ -72,17 +78,21 @@ def run_cap(args: Any, claims: list[Any], cap: int) -> dict[str, Any]:
 def main() -> None:
     parser = pipeline_parser(__doc__)
     parser.add_argument("--caps", type=int, nargs="+", default=[30, 20, 12])
+    parser.add_argument("--budgets", type=int, nargs="*", default=[],
+                        help="also run the first cap with each of these expand budgets (pairs read per claim)")
     parser.add_argument("--name", default="", help="a word put in the file's name (e.g. trained)")
     args = parser.parse_args()
     claims = load_dataset().split(args.split)
     record: dict[str, Any] = {
         "command": f"python -m benchmarks.latency_caps --models-dir MODELS --split {args.split} "
-                   f"--caps {' '.join(map(str, args.caps))}" + (f" --name {args.name}" if args.name else ""),
+                   f"--caps {' '.join(map(str, args.caps))}"
+                   + (f" --budgets {' '.join(map(str, args.budgets))}" if args.budgets else "")
+                   + (f" --name {args.name}" if args.name else ""),
         "split": args.split, "claims": len(claims), "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})",
         "runs": [],
     }
-    for cap in args.caps:
-        row = run_cap(args, claims, cap)
+    for cap, budget in [(cap, 0) for cap in args.caps] + [(args.caps[0], b) for b in args.budgets]:
+        row = run_cap(args, claims, cap, budget)
         record["runs"].append(row)
         print(json.dumps({k: v for k, v in row.items() if k not in ("slowest",)} | {"total": row["latency"]["total"]}),
               flush=True)

@@ -65,3 +65,35 @@ def test_a_model_config_that_is_not_an_object_is_named_as_damaged(tmp_path: Path
     (tmp_path / META_FILE).write_text(json.dumps({"params": {"max_length": 64}, "files": files}))
     with pytest.raises(PerspectrumError, match=r"config.json is not a JSON object; reinstall or retrain the model$"):
         CrossEncoderModel.load(tmp_path)
+
+
+def test_remembered_texts_are_answered_from_memory_and_the_rest_encoded(encoder) -> None:
+    """What :func:`perspectrum.index.dense.lend_vectors` relies on: a remembered text is never
+    encoded again, the others are, and the rows come back in the order asked."""
+    from perspectrum.data import Pool
+    from perspectrum.index.dense import DenseIndex, lend_vectors
+
+    mine = Encoder(encoder.path)
+    texts = ["Zoos keep animals for profit.", "Animals should have legal rights.", "Tea is better than coffee."]
+    own = mine.encode(texts)
+    marked = np.eye(2, own.shape[1], dtype=np.float32)
+    mine.remember(texts[:2], marked)
+    encoded: list[list[str]] = []
+    model_encode = mine._encode
+    mine._encode = lambda batch, *rest: (encoded.append(list(batch)), model_encode(batch, *rest))[1]
+    mixed = mine.encode([texts[2], texts[0], "A new sentence.", texts[1]])
+    assert encoded == [[texts[2], "A new sentence."]]
+    assert (mixed[1] == marked[0]).all() and (mixed[3] == marked[1]).all()
+    assert np.abs(mixed[0] - own[2]).max() < 1e-5
+    assert np.abs(mixed[2] - encoder.encode(["A new sentence."])[0]).max() < 1e-5
+    assert (mine.encode(texts[:2][::-1]) == marked[::-1]).all() and len(encoded) == 1  # all known: no model call
+    with pytest.raises(ValueError):
+        mine.remember(texts, marked)
+
+    # an index lends the vectors it stores, and they are the model's own within float noise
+    lender = Encoder(encoder.path)
+    pool = Pool("perspectives", [1, 2, 3], texts)
+    index = DenseIndex.build(pool, lender)
+    assert lend_vectors(index, pool) and not lend_vectors(object(), pool)
+    assert (lender.encode(texts) == index.vectors([1, 2, 3])).all()
+    assert np.abs(lender.encode(texts) - own).max() < 1e-5

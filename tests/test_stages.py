@@ -161,6 +161,40 @@ def test_expansion_admits_only_paraphrases_on_their_clusters_side_when_asked(agr
         assert added == {2: None, 3: None}  # taken in unread
 
 
+class GradedDense(FakeDense):
+    """Perspective 1 as the unit vector e0, and each other one at a set cosine from it; the
+    search returns them in the order given (not by cosine)."""
+
+    COSINE = {1: 1.0, 2: 0.9, 3: 0.8, 4: 0.7}
+
+    def vectors(self, ids):
+        rows = []
+        for d in ids:
+            v = np.zeros(len(self.COSINE) + 1)
+            v[0] = self.COSINE[d]
+            v[d] = np.sqrt(1 - self.COSINE[d] ** 2)
+            rows.append(v)
+        return np.array(rows)
+
+
+@pytest.mark.parametrize("budget", [0, 2])
+def test_an_expand_budget_reads_each_claims_closest_neighbours_first(budget: int) -> None:
+    from perspectrum.pipeline.stages import Expand
+    from perspectrum.pipeline.stages.base import Group
+
+    scorers = FakeScorers({t: 0.9 for t in TEXTS.values()})
+    context = Context(scorers, None, GradedDense([1, 4, 3, 2]), TEXTS, {})  # type: ignore[arg-type]
+    state = ClaimState("Animals should have rights", kept=[Member(1, 0.9, 0.9, 1)], groups=[Group([0], 0.9)])
+    Expand(weight=0.5, threshold=0.6, neighbours=3, budget=budget, stance_threshold=0.5).run([state], context)
+    read = [third for _, _, third in scorers.equivalence_calls]
+    if budget:  # 4 is the farthest: left unread; the two read keep the search's order
+        assert read == [TEXTS[3], TEXTS[2]]
+        assert {m.id for m in state.kept if m.added} == {2, 3}
+    else:
+        assert read == [TEXTS[4], TEXTS[3], TEXTS[2]]
+        assert {m.id for m in state.kept if m.added} == {2, 3, 4}
+
+
 def test_window_features_by_hand() -> None:
     """Four sentences on axes 0 (this cluster's point), 1 (the sibling's), 2 (the claim's):
     windows start every 2 sentences and the last one is kept, so they cover 0-2 and 1-3."""

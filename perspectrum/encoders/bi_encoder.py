@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -177,6 +178,8 @@ class Encoder:
         self.files = package_sums(self.path)
         self._model: SentenceTransformer | MeanPooled | None = None
         self._lock = threading.Lock()
+        #: Vectors this encoder already made, by text (:meth:`remember`), and their rows.
+        self._known: tuple[dict[str, int], np.ndarray] = ({}, np.zeros((0, 0), dtype=np.float32))
 
     @property
     def identity(self) -> str:
@@ -227,6 +230,28 @@ class Encoder:
     def dimension(self) -> int:
         return int(self.model.get_embedding_dimension())
 
+    def remember(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Answer :meth:`encode` for ``texts`` with ``vectors`` from now on, rather than the model.
+
+        ``vectors`` must be this encoder's own for those texts: a pool's stored dense-index
+        vectors (the store rebuilds an index made by another encoder, so they are). A pipeline
+        remembers its perspective pool this way, since the light heads, the evidence features
+        and the equivalence reads all embed pool sentences the index already holds: re-encoding
+        them was two fifths of a claim's time on the first-run models. The model's vector for
+        a text differs from the stored one only by the float noise of being batched with other
+        texts. Safe from several threads: the table is replaced whole, never changed in place.
+        """
+        if len(texts) != len(vectors):
+            raise ValueError(f"{len(texts)} texts but {len(vectors)} vectors")
+        rows, known = self._known
+        if not len(texts):
+            return
+        merged = dict(rows)
+        start = len(known)
+        merged.update((t, start + n) for n, t in enumerate(texts))
+        stacked = np.vstack([known, vectors]) if len(known) else np.array(vectors, dtype=np.float32)
+        self._known = merged, np.ascontiguousarray(stacked, dtype=np.float32)
+
     def encode(
         self,
         texts: list[str],
@@ -237,8 +262,24 @@ class Encoder:
         """L2-normalised float32 embeddings, one row per text, in input order.
 
         Texts are encoded longest first in chunks, so each batch pads to similar
-        lengths and the progress bar moves steadily.
+        lengths and the progress bar moves steadily. Texts given to :meth:`remember` are
+        not encoded again.
         """
+        rows, known = self._known
+        if rows and texts:
+            found = [rows.get(t, -1) for t in texts]
+            if all(r >= 0 for r in found):
+                return known[found]
+            if any(r >= 0 for r in found):
+                rest = [n for n, r in enumerate(found) if r < 0]
+                out = np.zeros((len(texts), known.shape[1]), dtype=np.float32)
+                hits = [n for n, r in enumerate(found) if r >= 0]
+                out[hits] = known[[found[n] for n in hits]]
+                out[rest] = self._encode([texts[n] for n in rest], batch_size, show_progress, description)
+                return out
+        return self._encode(texts, batch_size, show_progress, description)
+
+    def _encode(self, texts: list[str], batch_size: int, show_progress: bool, description: str) -> np.ndarray:
         model = self.model
         if self.device.gpu:
             batch_size = max(batch_size, self.device.batch_size)

@@ -60,6 +60,23 @@ def added_vectors(index: Any, new: Pool, kept: Sequence[int], added: Pool, show_
     return np.vstack([index.vectors([index.doc_ids[row] for row in kept]), fresh]).astype(np.float32)
 
 
+#: The largest pool whose stored vectors :func:`lend_vectors` copies to the encoder (4 bytes a
+#: dimension a row: 150 MB for MiniLM's 384 dimensions at this size).
+LEND_ROWS = 100_000
+
+
+def lend_vectors(index: Any, pool: Pool) -> bool:
+    """Let ``index``'s encoder answer ``pool``'s texts with the vectors the index stores
+    (:meth:`~perspectrum.encoders.bi_encoder.Encoder.remember`), so texts of the pool met
+    again at query time are not encoded again. Only an in-process faiss index of at most
+    :data:`LEND_ROWS` rows lends (another engine's vectors would have to be fetched); says
+    whether it did."""
+    if not isinstance(index, DenseIndex) or not len(pool) or len(pool) > LEND_ROWS:
+        return False
+    index.encoder.remember(list(pool.texts), index.vectors(list(pool.ids)))
+    return True
+
+
 class DenseIndex:
     """Inner-product search with faiss over normalised embeddings: exact for pools below
     :attr:`DenseParams.exact_below` rows (PERSPECTRUM's ≤ 45k rows take well under a

@@ -178,6 +178,9 @@ class ExpandSettings(StageSettings):
             each cluster's P(support) from all its members and paraphrases, each weighted by
             its relevance to the claim (a paraphrase by its similarity to the cluster), so one
             mislabelled member is outvoted by the rest (``agree`` is then not applied).
+        budget: at most this many (cluster, neighbour) pairs read by the equivalence model per
+            claim, the closest to their cluster's representative first (0: no limit). It bounds
+            the work a claim with many clusters causes (issue 35's latency benchmark).
     """
 
     name: ClassVar[str] = "expand"
@@ -186,6 +189,7 @@ class ExpandSettings(StageSettings):
     neighbours: int = setting(0, chosen=PIPELINE)
     agree: bool = setting(False, chosen=PIPELINE)
     vote: bool = setting(False, chosen=PIPELINE)
+    budget: int = setting(0)
     stance_threshold: float = setting(follows=("stance", "threshold"))
 
 

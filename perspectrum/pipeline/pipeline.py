@@ -52,6 +52,7 @@ from perspectrum.pipeline.results import (
 )
 from perspectrum.models.scorers import Scorers
 from perspectrum.models.settings import PIPELINE, check_settings, defaults, followed
+from perspectrum.index.dense import lend_vectors
 from perspectrum.index.search import HybridSearcher
 from perspectrum.pipeline.stages import (EVIDENCE_STAGES, ORDER, ClaimState, Context, EvidenceStage, Retrieve, Stage, Verify,
                                          configure)
@@ -283,6 +284,7 @@ class Pipeline:
             if self._ready is None:
                 bm25 = self.store.open(self.perspectives, "bm25", show_progress=self.show_progress)
                 dense = self.store.open(self.perspectives, "dense", show_progress=self.show_progress)
+                lend_vectors(dense, self.perspectives)
                 scorers = self._scorers()
                 settings = self.config.settings(scorers.settings)
                 stages = tuple(configure(stage, settings[stage.name]) for stage in ORDER)

@@ -63,7 +63,7 @@ class Expand(ExpandSettings):
             return
         depth = self.neighbours + max(len(s.kept) for s in states)
         runs = dense.search_vectors(np.array(queries, dtype=np.float32), depth)
-        triples, where = [], []
+        asked: list[list[tuple[float, tuple[str, str, str], tuple[int, int, object, float]]]] = [[] for _ in states]
         for (n, g), run in zip(owners, runs):
             state = states[n]
             taken = {m.id for m in state.kept}
@@ -73,8 +73,13 @@ class Expand(ExpandSettings):
             for hit, cosine in zip(fresh, cosines):
                 if blend(1.0, float(cosine), self.weight) < self.threshold:
                     continue
-                triples.append((state.claim, text[representative], text[hit.doc_id]))
-                where.append((n, g, hit.doc_id, float(cosine)))
+                asked[n].append((float(cosine), (state.claim, text[representative], text[hit.doc_id]),
+                                 (n, g, hit.doc_id, float(cosine))))
+        if self.budget > 0:  # the closest pairs of each claim first; the order among them is kept
+            asked = [[ask for _, ask in sorted(sorted(enumerate(mine), key=lambda a: -a[1][0])[:self.budget])]
+                     for mine in asked]
+        triples = [triple for mine in asked for _, triple, _ in mine]
+        where = [place for mine in asked for _, _, place in mine]
         scores = context.scorers.equivalence(triples)
         best: dict[tuple[int, object], tuple[float, int]] = {}
         for (n, g, doc_id, cosine), score in zip(where, scores):
