@@ -1,6 +1,7 @@
 """Capping the work one claim can cause: latency per claim and quality on dev, by ``max_perspectives``.
 
-    python -m benchmarks.latency_caps --models-dir MODELS [--split dev] [--caps 30 20 12] [--budgets B ...] [--name NAME]
+    python -m benchmarks.latency_caps --models-dir MODELS [--split dev] [--caps 30 20 12] [--budgets B ...]
+                                      [--name NAME]
 
 For each cap (``PipelineConfig.max_perspectives``: at most this many perspectives kept per
 claim, so at most this many stance pairs, clusters to expand and cards to evidence), runs
