@@ -2,7 +2,7 @@
 
 - A file is written to a temporary name beside it and renamed over it: readers see the
   old complete file or the new one.
-- A folder (an index, a model, the light heads) is a symbolic link to a hidden version
+- A folder (an index, a model, the unpacked shipped models) is a symbolic link to a hidden version
   folder beside it, ``.<name>.v-<token>``. A new version is written in full, then the link
   is replaced by one rename, which is atomic on POSIX: a reader that follows the link,
   and a crash at any instant, find the old complete folder or the new one, never none.

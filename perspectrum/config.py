@@ -104,8 +104,6 @@ DEFAULT_MODELS_DIR = Path("models")
 #: Environment variables that move the two folders (the CLI's and the API's defaults alike).
 INDEX_ENV = "PERSPECTRUM_INDEXES"
 MODELS_ENV = "PERSPECTRUM_MODELS"
-#: Where light heads live inside the models folder (beside the fine-tuned models).
-LIGHT_FOLDER = "light"
 
 
 def index_dir(given: str | Path | None = None) -> Path:

@@ -1,8 +1,8 @@
 """SHA-256 sums of every artefact: recorded by the code that writes it, checked before use.
 
-Indexes, model folders, the light heads, the evidence ranker and the traced copies of
-the models each carry a map of file name → SHA-256 (in their ``meta.json``,
-``perspectrum.json``, ``light.json`` or a ``.json`` beside the copy), written by the code
+Indexes, model folders (the shipped models' too), the evidence ranker and the traced copies
+of the models each carry a map of file name → SHA-256 (in their ``meta.json``,
+``perspectrum.json``, the shipped set's ``manifest.json`` or a ``.json`` beside the copy), written by the code
 that made the files. A file read at run time is hashed and compared first, so a flipped
 bit or a swapped file is an error, a rebuild or a fallback, never a silent wrong answer.
 

@@ -185,9 +185,42 @@ def trained_dir(tmp_path_factory) -> tuple[Path, Path, Path]:
     return data, root / "indexes", root / "models"
 
 
+@pytest.fixture(scope="session")
+def shipped_set(trained_dir, tmp_path_factory) -> Path:
+    """The quick models of :func:`trained_dir` packed as perspectrum packs the models it ships
+    (`perspectrum models pack`), and named by ``$PERSPECTRUM_SHIPPED`` for the rest of the run,
+    so that `setup` unpacks them (on MiniLM, in seconds) in place of the real shipped models.
+
+    They are packed to score in float (``"quantize": false`` in their meta), as the shipped
+    stance model does: int8 scales each batch's activations, so an int8 model's scores move
+    in the last digits with the claims that share a batch, and the tests that compare whole
+    answers across batchings (discover-batch against ``discover_many``) would compare that."""
+    import os
+    import shutil
+
+    from perspectrum.models.shipped import SOURCE_ENV
+    from perspectrum.train.pack import pack
+
+    root = tmp_path_factory.mktemp("shipped")
+    models = shutil.copytree(trained_dir[2], root / "trained", symlinks=True)
+    for task in ("relevance", "stance", "equivalence"):
+        meta_path = models / task / "perspectrum.json"
+        meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "quantize": False}))
+    folder = root / "shipped"
+    pack(models, folder)
+    previous = os.environ.get(SOURCE_ENV)
+    os.environ[SOURCE_ENV] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop(SOURCE_ENV, None)
+    else:
+        os.environ[SOURCE_ENV] = previous
+
+
 def prepared(root: Path) -> tuple[Path, Path, Path]:
     """(data, indexes, models) of the ten-claim fixture on a machine `perspectrum setup` has
-    prepared: its indexes built and light heads fitted (seconds on the fixture)."""
+    prepared: its indexes built and the shipped models unpacked (the caller holds
+    :func:`shipped_set`, so these are the quick ones; seconds on the fixture)."""
     from perspectrum.train import prepare
 
     data = write_dataset(root / "data")

@@ -1,8 +1,8 @@
 """discover-batch: the claims file and its errors, resuming after a crash, and both engines
 answering exactly what ``discover_many`` answers.
 
-One module-scoped pipeline over the ten-claim fixture (indexes built and light heads
-trained once) gives the reference answers; the ray tests share one local Ray cluster,
+One module-scoped pipeline over the ten-claim fixture (indexes built and the shipped models
+unpacked once) gives the reference answers; the ray tests share one local Ray cluster,
 started once and shut down at the end.
 """
 
@@ -61,12 +61,12 @@ def _reference(pipe: Pipeline, **options: Any) -> dict[int, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Iterator[SimpleNamespace]:
+def built(tmp_path_factory, shipped_set) -> Iterator[SimpleNamespace]:
     """The fixture's folders, a pipeline factory, its pipeline, the claims file and the reference.
 
     torch runs on one thread here, as in the ray engine's actors: on two cores shared with
-    other jobs, two threads that spin-wait for each other made training the light heads
-    30 times slower (3 s against 100 s).
+    other jobs, two threads that spin-wait for each other made fitting a model 30 times
+    slower (3 s against 100 s).
     """
     import torch
 

@@ -73,7 +73,7 @@ def _first_line(process: subprocess.Popen, timeout: float) -> str:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[str]:
+def server(tmp_path_factory, shipped_set) -> Iterator[str]:
     """The base URL of `perspectrum serve --port 0` over a fresh fixture, once /health is ready."""
     root = tmp_path_factory.mktemp("serve")
     data = write_dataset(root / "data")
@@ -102,7 +102,7 @@ def server(tmp_path_factory) -> Iterator[str]:
                 pass  # not accepting yet
             assert process.poll() is None and time.monotonic() < deadline, "the server died or never got ready"
             time.sleep(0.5)
-        assert health["status"] == "ready" and health["system"] == "light"
+        assert health["status"] == "ready" and health["system"] == "shipped"
         yield base
     finally:
         process.terminate()

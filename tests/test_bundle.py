@@ -84,7 +84,7 @@ def installed(tmp_path: Path) -> Path:
 
 
 def test_inventory_names_the_system_and_sizes(tmp_path: Path) -> None:
-    assert inventory(tmp_path / "none")["system"] == "light (trained on first use)"
+    assert inventory(tmp_path / "none")["system"] == "shipped (unpacked by perspectrum setup)"
     found = inventory(fake_models(tmp_path / "m"))
     assert found["system"] == "trained"
     by_name = {e["name"]: e for e in found["entries"]}
@@ -141,7 +141,7 @@ def test_refused_bundles_leave_the_installed_models_intact(bundle: Path, install
     elif damage == "wrong-sum":
         rewrite(bundle, bad, lambda n, b: b[:-1] + b"!" if n == "evidence/ranker.npz" else b)  # same size
     elif damage == "extra-file":
-        _append(bundle, bad, "light/extra.bin", b"not in the manifest")
+        _append(bundle, bad, "stance/extra.bin", b"not in the manifest")
     elif damage == "escape":
         _append(bundle, bad, "../outside.txt", b"escape")
     else:
@@ -361,25 +361,26 @@ def test_a_bundle_without_the_files_its_models_need_is_refused(bundle: Path, ins
     assert snapshot(installed) == before and _hidden(installed) == []
 
 
-def light_only(root: Path) -> Path:
-    """A models folder holding light heads only (fake arrays: sums and merges are the point)."""
-    (root / "light").mkdir(parents=True)
-    (root / "light" / "light.json").write_text(json.dumps({"encoder": "e", "kind": "light"}))
-    (root / "light" / "heads.npz").write_bytes(b"heads")
+def stance_only(root: Path) -> Path:
+    """A models folder holding one model, stance (fake weights: sums and merges are the point)."""
+    (root / "stance").mkdir(parents=True)
+    (root / "stance" / "perspectrum.json").write_text(json.dumps({"task": "stance", "data_checksum": CHECKSUM}))
+    (root / "stance" / "model.safetensors").write_bytes(b"a stance model of the team's")
     return root
 
 
-def test_a_light_only_bundle_merges_by_model_unless_told_to_replace(installed: Path, tmp_path: Path) -> None:
-    export_models(light_only(tmp_path / "heads"), tmp_path / "light.tar.gz", CHECKSUM)
+def test_a_bundle_of_one_model_merges_by_model_unless_told_to_replace(installed: Path, tmp_path: Path) -> None:
+    export_models(stance_only(tmp_path / "team"), tmp_path / "stance.tar.gz", CHECKSUM)
     before = snapshot(installed)
-    result = install_models(str(tmp_path / "light.tar.gz"), installed, CHECKSUM)
-    assert result["kept"] == ["relevance", "stance", "equivalence", "evidence", "pipeline.json"]
+    result = install_models(str(tmp_path / "stance.tar.gz"), installed, CHECKSUM)
+    assert result["kept"] == ["relevance", "equivalence", "evidence", "pipeline.json"]
     assert result["removed"] == []
     after = snapshot(installed)
-    assert after == {**before, **snapshot(tmp_path / "heads")}  # the trained stance model is still there
-    result = install_models(str(tmp_path / "light.tar.gz"), installed, CHECKSUM, replace=True)
-    assert result["removed"] == ["relevance", "stance", "equivalence", "evidence", "pipeline.json"]
-    assert snapshot(installed) == {**snapshot(tmp_path / "heads"),
+    kept = {name: digest for name, digest in before.items() if not name.startswith("stance/")}
+    assert after == {**kept, **snapshot(tmp_path / "team")}  # the other installed models are still there
+    result = install_models(str(tmp_path / "stance.tar.gz"), installed, CHECKSUM, replace=True)
+    assert result["removed"] == ["relevance", "equivalence", "evidence", "pipeline.json"]
+    assert snapshot(installed) == {**snapshot(tmp_path / "team"),
                                    "base/mpnet/config.json": before["base/mpnet/config.json"]}
 
 
@@ -389,16 +390,18 @@ def test_cli_install_says_which_models_it_kept_and_replace_removes_them(installe
     for task in ("relevance", "stance", "equivalence", "evidence"):
         meta = installed / task / "perspectrum.json"
         meta.write_text(meta.read_text().replace(CHECKSUM, checksum))
-    export_models(light_only(tmp_path / "heads"), tmp_path / "light.tar.gz", checksum)
+    team = stance_only(tmp_path / "team")
+    (team / "stance" / "perspectrum.json").write_text(json.dumps({"task": "stance", "data_checksum": checksum}))
+    export_models(team, tmp_path / "stance.tar.gz", checksum)
     common = ["--models-dir", str(installed), "--data-dir", str(data_dir)]
-    merged = runner.invoke(app, ["models", "install", str(tmp_path / "light.tar.gz"), *common])
+    merged = runner.invoke(app, ["models", "install", str(tmp_path / "stance.tar.gz"), *common])
     assert merged.exit_code == 0, merged.output
-    assert "kept relevance, stance, equivalence, evidence, pipeline.json" in " ".join(merged.output.split())
-    assert (installed / "stance" / "perspectrum.json").is_file()
-    replaced = runner.invoke(app, ["models", "install", str(tmp_path / "light.tar.gz"), "--replace", *common])
+    assert "kept relevance, equivalence, evidence, pipeline.json" in " ".join(merged.output.split())
+    assert (installed / "relevance" / "perspectrum.json").is_file()
+    replaced = runner.invoke(app, ["models", "install", str(tmp_path / "stance.tar.gz"), "--replace", *common])
     assert replaced.exit_code == 0, replaced.output
-    assert "removed relevance, stance" in " ".join(replaced.output.split())
-    assert not (installed / "stance").exists() and (installed / "light" / "heads.npz").is_file()
+    assert "removed relevance, equivalence" in " ".join(replaced.output.split())
+    assert not (installed / "relevance").exists() and (installed / "stance" / "model.safetensors").is_file()
 
 
 def _bomb(bundle: Path, out: Path, zeros: int) -> Path:

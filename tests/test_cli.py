@@ -95,7 +95,3 @@ def test_usage_errors_exit_2(data_dir: Path) -> None:
     assert invoke("index", "build", "--kind", "splade").exit_code == 2
     assert invoke("train", "sentences").exit_code == 2  # a pool, not a task
 
-
-def test_the_fast_recipe_is_for_stance_only(data_dir: Path) -> None:
-    assert "--fast is a recipe for stance only" in one_line_error(invoke("train", "relevance", "--fast"))
-    assert "--fast" in one_line_error(invoke("train", "stance", "--fast", "--tune-only"))

@@ -114,7 +114,7 @@ def _discovery(claim: str = f"Zoos {MARKUP} should be banned") -> Discovery:
                                       (Phrasing(f"p{PWN}2", f"Cages are cruel {PWN}", 0.8, 0.1),), ())
     trace = {"settings": {}, "candidates": [{"id": f"c[/]{PWN}", "model": 0.5, "cosine": 0.5, "score": 0.5,
                                              "kept": True}]}
-    return Discovery(claim, "light", (support, undermine), {"retrieve": 0.01, "total": 0.01}, trace)
+    return Discovery(claim, "shipped", (support, undermine), {"retrieve": 0.01, "total": 0.01}, trace)
 
 
 def _rendered(*renderables) -> str:

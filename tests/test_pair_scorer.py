@@ -26,17 +26,17 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def light(tmp_path_factory) -> tuple[Path, Path, Path]:
-    return prepared(tmp_path_factory.mktemp("light"))
+def shipped(tmp_path_factory, shipped_set) -> tuple[Path, Path, Path]:
+    return prepared(tmp_path_factory.mktemp("shipped"))
 
 
-def test_light_heads_score_pairs_as_the_pipeline_does_opening_no_index(light, tmp_path, monkeypatch) -> None:
-    data, indexes, models = light
+def test_shipped_models_score_pairs_as_the_pipeline_does_opening_no_index(shipped, tmp_path, monkeypatch) -> None:
+    data, indexes, models = shipped
     pipe = Pipeline.load(data, indexes, models, verify=False)
     nowhere = tmp_path / "no-indexes"
     monkeypatch.setenv("PERSPECTRUM_INDEXES", str(nowhere))
     stance = PairScorer.load("stance", models)
-    assert stance.kind == "light" and stance.settings["threshold"] == pipe.settings["stance"]["threshold"]
+    assert stance.kind == "shipped" and stance.settings["threshold"] == pipe.settings["stance"]["threshold"]
     assert np.allclose(stance.score(PAIRS), pipe.scorers.stance(PAIRS))
     equivalence = PairScorer.load("equivalence", models)
     assert np.allclose(equivalence.score(TRIPLES), pipe.scorers.equivalence(TRIPLES))
@@ -57,8 +57,8 @@ def test_a_fine_tuned_model_answers_for_its_task(trained_dir) -> None:
     assert np.allclose(equivalence.score(TRIPLES), expected)
 
 
-def test_bad_tasks_items_and_folders_are_one_line_errors(light, tmp_path) -> None:
-    models = light[2]
+def test_bad_tasks_items_and_folders_are_one_line_errors(shipped, tmp_path) -> None:
+    models = shipped[2]
     with pytest.raises(PerspectrumError, match="evidence ranks the evidence pool's paragraphs"):
         PairScorer.load("evidence", models)
     with pytest.raises(PerspectrumError, match="cannot score task 'stnace'"):
@@ -72,15 +72,14 @@ def test_bad_tasks_items_and_folders_are_one_line_errors(light, tmp_path) -> Non
         stance.score([(CLAIM, " ")])
     with pytest.raises(PerspectrumError, match="a list of \\(claim, perspective\\) pairs"):
         stance.score("Animals feel pain")
-    stale = shutil.copytree(models / "light", tmp_path / "stale" / "light")
-    meta = json.loads((stale / "light.json").read_text())
-    (stale / "light.json").write_text(json.dumps({**meta, "version": 1}))
-    with pytest.raises(PerspectrumError, match="another kind or version; run `perspectrum setup`"):
+    stale = shutil.copytree(models / "shipped", tmp_path / "stale" / "shipped")
+    (stale / "shipped.json").write_text(json.dumps({"identity": "0" * 64}))
+    with pytest.raises(PerspectrumError, match="other shipped models than this perspectrum's\\): run `perspectrum setup`"):
         PairScorer.load("stance", stale.parent)
 
 
-def test_match_needs_no_claim_with_arguments_and_takes_many_texts(light) -> None:
-    data, indexes, models = light
+def test_match_needs_no_claim_with_arguments_and_takes_many_texts(shipped) -> None:
+    data, indexes, models = shipped
     pipe = Pipeline.load(data, indexes, models, verify=False)
     texts = ["Zoos keep animals in small cages. That is cruel to them.",
              "Breeding programmes in zoos save species that are extinct in the wild."]
@@ -95,10 +94,10 @@ def test_match_needs_no_claim_with_arguments_and_takes_many_texts(light) -> None
         pipe.match([texts[0], ""], arguments=arguments)
 
 
-def test_score_command_reads_jsonl_and_writes_one_score_per_line(light, tmp_path) -> None:
+def test_score_command_reads_jsonl_and_writes_one_score_per_line(shipped, tmp_path) -> None:
     from perspectrum.cli.app import app
 
-    models = light[2]
+    models = shipped[2]
     rows = tmp_path / "pairs.jsonl"
     rows.write_text("".join(json.dumps({"claim": c, "perspective": p}) + "\n" for c, p in PAIRS))
     result = CliRunner().invoke(app, ["score", "stance", str(rows), "--models-dir", str(models)])

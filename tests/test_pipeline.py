@@ -2,8 +2,9 @@
 own pools and their errors, concurrent calls, and end-to-end scoring.
 
 One module-scoped pipeline over the ten-claim fixture starts with no indexes and no
-models, so refusing the unprepared machine, then preparing it (building indexes, fitting
-light heads) is itself under test; later tests reuse what it built.
+models, so refusing the unprepared machine, then preparing it (building indexes, unpacking
+the shipped models: here the quick ones of ``shipped_set``) is itself under test; later
+tests reuse what it built.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ CLAIM = "Animals should have legal rights"
 
 
 @pytest.fixture(scope="module")
-def fresh(tmp_path_factory):
+def fresh(tmp_path_factory, shipped_set):
     """(data folder, index folder, models folder, pipeline) — nothing built beforehand, then
     the machine prepared as `perspectrum setup` does; ``root/refused.txt`` holds what
     :meth:`Pipeline.load` said before, and ``root/setup.err`` what preparing printed."""
@@ -58,36 +59,34 @@ def test_an_unprepared_machine_is_refused_at_once_naming_setup(fresh) -> None:
     root = fresh[0].parent
     seconds, message = (root / "refused.txt").read_text().split("\n", 1)
     assert float(seconds) < 1.0
-    assert "\n" not in message and "perspectrum setup" in message and "no models in" in message
+    assert "\n" not in message and "perspectrum setup" in message and "shipped models are not unpacked" in message
     assert "perspectrum.train" not in message  # one line for a person, no trace
 
 
-def test_setup_builds_indexes_fits_light_heads_and_the_pipeline_answers(fresh) -> None:
+def test_setup_builds_indexes_unpacks_the_shipped_models_and_the_pipeline_answers(fresh) -> None:
     _, indexes, models, pipe = fresh
     said = (fresh[0].parent / "setup.err").read_text()
     done = json.loads(said.splitlines()[-1])
-    assert done["models"] == "light heads fitted" and {i["status"] for i in done["indexes"]} == {"built"}
-    assert "perspectrum train all" in said
-    assert (models / "light" / "light.json").is_file()
+    assert done["models"] == "shipped, unpacked" and {i["status"] for i in done["indexes"]} == {"built"}
+    assert "unpacking the shipped stance model" in said
+    assert (models / "shipped" / "stance" / "model.safetensors").is_file()
     assert (indexes / "perspectives" / "dense" / "meta.json").is_file()
     result = pipe.discover(CLAIM)
-    assert pipe.system == "light" and result.system == "light"
+    assert pipe.system == "shipped" and result.system == "shipped"
     assert result.perspectives, "the claim's own gold perspectives are in the pool"
     found = {p.id for cluster in result.perspectives for p in cluster.phrasings}
     assert found & {19, 20, 21}
 
 
-def test_setup_calibrates_the_shown_confidence_on_dev_and_the_cards_use_it(fresh) -> None:
-    from perspectrum.config import LIGHT_FOLDER
-    from perspectrum.models.scorers import PIPELINE_FILE
+def test_the_shipped_settings_chosen_on_dev_are_the_ones_used(fresh, shipped_set) -> None:
     from perspectrum.pipeline.results import calibrated, side
 
     _, _, models, pipe = fresh
-    stored = json.loads((models / LIGHT_FOLDER / PIPELINE_FILE).read_text())
+    stored = json.loads((shipped_set / PIPELINE_FILE).read_text())
     stance = stored["settings"]["stance"]
-    assert stance["scale"] > 0 and 0 <= stance["unclear"] <= 0.3
-    assert stored["calibration"]["pairs"] > 0 and stored["calibration"]["unclear_share"] <= 10
-    assert pipe.settings["stance"]["scale"] == stance["scale"]  # read back, as stored
+    assert json.loads((models / "shipped" / PIPELINE_FILE).read_text()) == stored
+    for stage, values in stored["settings"].items():
+        assert {k: pipe.settings[stage][k] for k in values} == values  # read back, as shipped
     result = pipe.discover(CLAIM)
     for card in result.perspectives:
         q = calibrated(card.support_probability, pipe.settings["stance"]["threshold"], stance["scale"])
@@ -101,28 +100,13 @@ def test_a_second_setup_keeps_what_is_sound(fresh) -> None:
 
     data_dir, indexes, models, _ = fresh
     done = prepare(data_dir, indexes, models, verify=False)
-    assert done["models"] == "light heads kept" and {i["status"] for i in done["indexes"]} == {"reused"}
-
-
-def test_a_first_run_keeps_the_dev_choices_for_its_system(fresh) -> None:
-    """The first run chooses only the floor; the stance margin, the raised clustering cut and
-    the expansion are the ones `perspectrum tune` chose on dev for light heads."""
-    from perspectrum.train.light_heads import FIRST_RUN
-
-    _, _, models, pipe = fresh
-    assert pipe.system == "light"
-    stored = json.loads((models / "light" / PIPELINE_FILE).read_text(encoding="utf-8"))["settings"]
-    chosen = FIRST_RUN["light"]
-    assert stored["stance"]["margin"] == pipe.settings["stance"]["margin"] == chosen["margin"]
-    assert stored["expand"] == {"neighbours": chosen["neighbours"], "agree": True}
-    cut = round(pipe.scorers.settings["equivalence"]["threshold"] + chosen["raise"], 4)
-    assert stored["cluster"]["threshold"] == pipe.settings["cluster"]["threshold"] == cut
+    assert done["models"] == "shipped, kept" and {i["status"] for i in done["indexes"]} == {"reused"}
 
 
 def test_json_schema_is_stable_and_round_trips(fresh) -> None:
     result = fresh[3].discover(CLAIM)
     data = json.loads(result.to_json())
-    assert data["schema"] == 2 and data["claim"] == CLAIM and data["system"] == "light"
+    assert data["schema"] == 2 and data["claim"] == CLAIM and data["system"] == "shipped"
     assert set(data) == {"schema", "claim", "system", "perspectives", "timings", "notice"}
     assert data["notice"] is None and data["perspectives"]
     for found in data["perspectives"]:
@@ -189,9 +173,9 @@ def test_cli_discover_on_an_unprepared_machine_runs_setup_first_saying_so(fresh,
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     said = [line for line in result.stderr.splitlines() if "running `perspectrum setup` first" in line]
-    assert len(said) == 1 and f"no models in {models}" in said[0]
+    assert len(said) == 1 and f"the shipped models are not unpacked in {models}" in said[0]
     found = json.loads(result.stdout)  # stdout stays JSON
-    assert found["system"] == "light" and found["perspectives"]
+    assert found["system"] == "shipped" and found["perspectives"]
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "perspectrum setup" not in again.stderr
 
@@ -203,9 +187,9 @@ def test_cli_setup_reports_what_it_did(fresh) -> None:
     as_json = runner.invoke(app, [*args, "--json"])
     assert as_json.exit_code == 0, as_json.output
     done = json.loads(as_json.stdout)
-    assert done["models"] == "light heads kept" and len(done["indexes"]) == 6
+    assert done["models"] == "shipped, kept" and len(done["indexes"]) == 6
     shown = runner.invoke(app, args, env={"COLUMNS": "160"})
-    assert shown.exit_code == 0 and "light heads kept" in shown.stdout and "reused" in shown.stdout
+    assert shown.exit_code == 0 and "shipped, kept" in shown.stdout and "reused" in shown.stdout
     broken = runner.invoke(app, ["setup", "--data-dir", str(data_dir / "missing"), "--no-verify"])
     assert broken.exit_code == 1 and len(broken.stderr.strip().splitlines()) == 1
 
@@ -216,10 +200,11 @@ def test_cli_off_topic_claim_gets_one_line_and_an_empty_json_answer(fresh, tmp_p
 
     data_dir, indexes, models, _ = fresh
     copy = tmp_path / "models"
-    shutil.copytree(models / "light", copy / "light")
-    stored = json.loads((copy / "light" / PIPELINE_FILE).read_text())
+    for model in ("relevance", "stance", "equivalence", "evidence"):  # the user's own four: their settings
+        shutil.copytree(models / "shipped" / model, copy / model)
+    stored = json.loads((models / "shipped" / PIPELINE_FILE).read_text())
     stored["settings"]["relevance"]["floor"] = 1.5  # above any blended score: nothing is relevant
-    (copy / "light" / PIPELINE_FILE).write_text(json.dumps(stored))
+    (copy / PIPELINE_FILE).write_text(json.dumps(stored))
     args = ["discover", "Tea or coffee", "--data-dir", str(data_dir), "--no-verify", "--index-dir", str(indexes),
             "--models-dir", str(copy)]
     shown = runner.invoke(app, args, env={"COLUMNS": "60"})
@@ -227,39 +212,33 @@ def test_cli_off_topic_claim_gets_one_line_and_an_empty_json_answer(fresh, tmp_p
     assert shown.stdout.startswith("nothing in the pool is relevant") and "1.50" in shown.stdout
     data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     assert data["perspectives"] == [] and data["notice"].startswith("nothing in the pool")
-    (copy / "light" / PIPELINE_FILE).write_text('{"settings": {"relevance": {"flor": 1}}}')
+    (copy / PIPELINE_FILE).write_text('{"settings": {"relevance": {"flor": 1}}}')
     damaged = runner.invoke(app, args)
     assert damaged.exit_code == 1 and "pipeline.json is damaged" in damaged.stderr
 
 
-def test_light_heads_of_another_version_are_refused_then_fitted_again(fresh, tmp_path: Path, capsys) -> None:
-    """Heads an older version saved (version 1 kept a pickled evidence head, no ranker) are
-    refused by the pipeline, naming `perspectrum setup`, which fits them again, saying why."""
+def test_shipped_models_of_another_version_are_refused_then_unpacked_again(fresh, tmp_path: Path, capsys) -> None:
+    """Shipped models unpacked by another perspectrum (their stamp names other shipped models)
+    are refused by the pipeline, naming `perspectrum setup`, which unpacks them again, saying why."""
     import shutil
 
-    from perspectrum.models.evidence_ranker import RANKER_FILE
-    from perspectrum.models.light_heads import META_FILE, VERSION, LightScorers, StaleHeads
+    from perspectrum.models.shipped import STAMP
     from perspectrum.pipeline.pipeline import NotPrepared
     from perspectrum.train import prepare
 
     data_dir, indexes, models, pipe = fresh
-    copy = shutil.copytree(models / "light", tmp_path / "models" / "light")
-    meta = json.loads((copy / META_FILE).read_text())
-    (copy / META_FILE).write_text(json.dumps({**meta, "version": 1}))
-    (copy / RANKER_FILE).unlink()
-    with pytest.raises(StaleHeads, match="another kind or version"):
-        LightScorers.load(copy, pipe.store, pipe.evidence_pool)
-    with pytest.raises(NotPrepared, match=r"another kind or version\); run `perspectrum setup`"):
+    copy = shutil.copytree(models / "shipped", tmp_path / "models" / "shipped")
+    (copy / STAMP).write_text(json.dumps({"identity": "0" * 64}))
+    with pytest.raises(NotPrepared, match=r"other shipped models than this perspectrum's\); run `perspectrum setup`"):
         Pipeline.load(data_dir, indexes, tmp_path / "models", verify=False)
-    assert prepare(data_dir, indexes, tmp_path / "models", verify=False)["models"] == "light heads fitted"
-    assert "another kind or version: fitting light heads" in capsys.readouterr().err
-    assert json.loads((copy / META_FILE).read_text())["version"] == VERSION and (copy / RANKER_FILE).is_file()
-    assert Pipeline.load(data_dir, indexes, tmp_path / "models", verify=False).system == "light"
+    assert prepare(data_dir, indexes, tmp_path / "models", verify=False)["models"] == "shipped, unpacked"
+    assert "other shipped models than this perspectrum's: unpacking them" in capsys.readouterr().err
+    assert Pipeline.load(data_dir, indexes, tmp_path / "models", verify=False).system == "shipped"
 
 
-def test_a_fine_tuned_stance_model_answers_in_place_of_the_light_head(fresh, trained_dir, tmp_path: Path) -> None:
-    """`perspectrum train stance --fast` on a machine with light heads: the stance model and
-    its dev-tuned threshold answer for stance; every other stage is still the light heads'."""
+def test_your_stance_model_answers_in_place_of_the_shipped_one(fresh, trained_dir, tmp_path: Path) -> None:
+    """A stance model the user trained (or installed) answers for stance with its dev-tuned
+    threshold; every other stage is still the shipped models'."""
     import shutil
 
     import numpy as np
@@ -269,19 +248,21 @@ def test_a_fine_tuned_stance_model_answers_in_place_of_the_light_head(fresh, tra
     from perspectrum.models.store import load_task, read_meta
 
     data_dir, indexes, models, pipe = fresh
-    assert pipe.system == "light"
+    assert pipe.system == "shipped"
     mixed = tmp_path / "models"
-    shutil.copytree(models / "light", mixed / "light")
+    shutil.copytree(models / "shipped", mixed / "shipped", symlinks=True)
     shutil.copytree(trained_dir[2] / "stance", mixed / "stance")
     both = Pipeline.load(data_dir, indexes, mixed, verify=False)
-    assert both.system == inventory(mixed)["system"] == "light + trained stance"
+    assert both.system == inventory(mixed)["system"] == "shipped + your stance"
+    listed = {(e["name"], e["source"]): e["answers"] for e in inventory(mixed)["entries"]}
+    assert listed[("stance", "yours")] and not listed[("stance", "shipped")] and listed[("relevance", "shipped")]
     pairs = [(CLAIM, "Cars pollute the air"), (CLAIM, "Public transport is cheaper")]
     member = load_task(mixed, "stance")[0]
     assert np.allclose(both.scorers.stance(pairs), member.score([claim_perspective_input(*p) for p in pairs]))
     assert both.settings["stance"]["threshold"] == read_meta(mixed, "stance")["thresholds"]["threshold"]
     assert np.array_equal(both.scorers.relevance(pairs), pipe.scorers.relevance(pairs))
     assert both.settings["relevance"] == pipe.settings["relevance"]
-    assert both.discover(CLAIM).system == "light + trained stance"
+    assert both.discover(CLAIM).system == "shipped + your stance"
 
 
 def test_concurrent_calls_match_sequential_ones(fresh) -> None:

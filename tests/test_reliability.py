@@ -27,9 +27,7 @@ from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel
 from perspectrum.data import Pool, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.index.store import IndexStore
-from perspectrum.models.light_heads import HEADS_FILE, LightScorers, StaleHeads
-from perspectrum.models.light_heads import META_FILE as LIGHT_META
-from perspectrum.train.light_heads import train_light
+from perspectrum.models import shipped as shipping
 from perspectrum.models.store import load_ranker
 from perspectrum.models.evidence_ranker import RANKER_FILE
 from tests.conftest import write_dataset
@@ -250,30 +248,84 @@ def test_a_flipped_bit_in_the_ranker_is_caught(models) -> None:
         load_ranker(models)
 
 
-@pytest.fixture(scope="module")
-def light(fixture_root, dataset) -> tuple[IndexStore, Path]:
-    store = IndexStore(fixture_root / "indexes")
-    train_light(dataset, store, fixture_root / "light")
-    return store, fixture_root / "light"
+@pytest.fixture
+def shipped_copy(shipped_set, tmp_path, monkeypatch) -> Path:
+    """A copy of the (quick) shipped set that the test may damage, named by ``$PERSPECTRUM_SHIPPED``."""
+    copy = Path(shutil.copytree(shipped_set.resolve(), tmp_path / "shipped"))
+    monkeypatch.setenv(shipping.SOURCE_ENV, str(copy))
+    return copy
 
 
-def test_a_flipped_bit_in_the_light_heads_is_caught_or_harmless(light, dataset) -> None:
-    store, folder = light
-    evidence = Pool.from_dataset(dataset, "evidence")
-    expected = LightScorers.load(folder, store, evidence).stance(PAIRS)
-    for path in sorted(folder.resolve().iterdir()):
-        for bit in bits(path):
-            original = flip(path, bit)
-            try:
-                loaded = LightScorers.load(folder, store, evidence)
-            except StaleHeads as exc:  # the pipeline fits them again, saying why
-                assert any(why in str(exc) for why in ("damaged", "version", "encoder"))
-            except PerspectrumError as exc:  # a stored setting changed reads as a hand edit: named, not refitted
-                assert path.name == LIGHT_META and f"{LIGHT_META}: setting" in str(exc), exc
+def _unpacks_or_refuses(models: Path) -> str | None:
+    """Unpack the shipped set into ``models``: ``None`` when it unpacked, else the one-line error,
+    after checking that nothing half-unpacked is left to be read."""
+    try:
+        shipping.unpack(models)
+    except PerspectrumError as exc:
+        assert "\n" not in str(exc)
+        assert shipping.current(models) is not None and not (models / shipping.FOLDER).exists()
+        return str(exc)
+    return None
+
+
+def test_a_flipped_bit_in_any_shipped_file_is_caught_or_harmless(shipped_copy, tmp_path) -> None:
+    """Every file the shipped set holds, one bit flipped at a time: unpacking refuses in one line
+    naming the damaged model (never falls back to a base or an older model), or the file is one
+    that says nothing about the answers (a card) and the unpacked models score as recorded."""
+    from perspectrum.models.store import load_task
+
+    expected = {}
+    shipping.unpack(tmp_path / "good")
+    for task in ("relevance", "stance", "equivalence"):
+        expected[task] = load_task(tmp_path / "good" / shipping.FOLDER, task)[0].score(PAIRS)
+    for n, path in enumerate(sorted(p for p in shipped_copy.rglob("*") if p.is_file())):
+        original = flip(path, bits(path, 1)[0])
+        try:
+            refused = _unpacks_or_refuses(tmp_path / f"models-{n}")
+            if refused is None:
+                assert path.name == "README.md", path
+                for task, scores in expected.items():
+                    again = load_task(tmp_path / f"models-{n}" / shipping.FOLDER, task)[0].score(PAIRS)
+                    assert np.allclose(again, scores, atol=1e-6)
             else:
-                assert path.name == LIGHT_META and np.array_equal(loaded.stance(PAIRS), expected), bit
-            finally:
-                path.write_bytes(original)
+                named = path.parent.name if path.parent != shipped_copy else "shipped models"
+                assert named in refused and ("damaged" in refused or "missing" in refused), (path, refused)
+        finally:
+            path.write_bytes(original)
+
+
+def _reseal(folder: Path) -> None:
+    """Record a forged model folder's sums (and its meta's in the manifest), as a forger would."""
+    meta = json.loads((folder / META_FILE).read_text())
+    meta["files"] = integrity.record(folder, skip=(META_FILE, "README.md"))
+    (folder / META_FILE).write_text(json.dumps(meta))
+    manifest = folder.parent / shipping.MANIFEST
+    listed = json.loads(manifest.read_text())
+    listed["files"][f"{folder.name}/{META_FILE}"] = integrity.sha256_file(folder / META_FILE)
+    manifest.write_text(json.dumps(listed))
+
+
+def test_a_shipped_model_that_would_leave_weights_untrained_is_refused(shipped_copy, tmp_path) -> None:
+    """A difference file that forgets a weight, or keeps every weight but no change, loads on
+    its base without a murmur from transformers: unpacking refuses both, naming the model."""
+    from safetensors.torch import load_file, safe_open
+
+    from perspectrum.train.pack import write_delta
+
+    delta = shipped_copy / "relevance" / shipping.DELTA_FILE
+    tensors = load_file(str(delta))
+    with safe_open(str(delta), "pt") as handle:
+        names = [tuple(n) for n in json.loads(handle.metadata()["names"])]
+    head = next(name for name, base in names if not base and f"full/{name}" in tensors)
+    write_delta(delta, {k: v for k, v in tensors.items() if k != f"full/{head}"},
+                [n for n in names if n[0] != head])
+    _reseal(shipped_copy / "relevance")
+    assert "relevance" in _unpacks_or_refuses(tmp_path / "forgot")
+    changes = {k: v for k, v in tensors.items() if k.startswith("full/")}  # the base's weights, a trained head
+    write_delta(delta, changes, names)
+    _reseal(shipped_copy / "relevance")
+    refused = _unpacks_or_refuses(tmp_path / "unchanged")
+    assert "shipped relevance model scores" in refused and "not the recorded" in refused
 
 
 # --------------------------------------------------------------------------- no pickle
@@ -287,33 +339,20 @@ class _Payload:
         return (Path.write_text, (self.marker, "ran"))
 
 
-def test_a_pickle_where_models_live_is_never_run(tmp_path, light, dataset) -> None:
-    store, good = light
-    evidence = Pool.from_dataset(dataset, "evidence")
+def test_a_pickle_where_models_live_is_never_run(tmp_path, shipped_copy) -> None:
     marker = tmp_path / "ran"
     payload = pickle.dumps(_Payload(marker))
-    # an older version's layout: light.json of version 3 beside a pickle
-    old = tmp_path / "old"
-    old.mkdir()
-    (old / "heads.joblib").write_bytes(payload)
-    (old / LIGHT_META).write_text(json.dumps({"kind": "light", "version": 3}))
-    with pytest.raises(StaleHeads):
-        LightScorers.load(old, store, evidence)
-    # today's layout with the heads swapped for a pickle and the sums edited to match
-    forged = Path(shutil.copytree(good.resolve(), tmp_path / "forged"))
-    (forged / HEADS_FILE).write_bytes(payload)
-    meta = json.loads((forged / LIGHT_META).read_text())
-    meta["files"][HEADS_FILE] = integrity.sha256_file(forged / HEADS_FILE)
-    (forged / LIGHT_META).write_text(json.dumps(meta))
-    with pytest.raises(StaleHeads, match="damaged"):
-        LightScorers.load(forged, store, evidence)
-    # and an array file holding pickled objects is refused by the reader
-    np.save(forged / "objects.npy", np.array([_Payload(marker)], dtype=object), allow_pickle=True)
-    (forged / "objects.npy").rename(forged / HEADS_FILE)
-    meta["files"][HEADS_FILE] = integrity.sha256_file(forged / HEADS_FILE)
-    (forged / LIGHT_META).write_text(json.dumps(meta))
-    with pytest.raises(StaleHeads, match="damaged"):
-        LightScorers.load(forged, store, evidence)
+    # a shipped difference swapped for a pickle, and the sums edited to match
+    (shipped_copy / "stance" / shipping.DELTA_FILE).write_bytes(payload)
+    _reseal(shipped_copy / "stance")
+    assert "cannot read the weight difference" in _unpacks_or_refuses(tmp_path / "models")
+    # and the evidence ranker's arrays swapped for pickled objects
+    ranker = shipped_copy / "evidence" / RANKER_FILE
+    np.save(tmp_path / "objects.npy", np.array([_Payload(marker)], dtype=object), allow_pickle=True)
+    (tmp_path / "objects.npy").rename(ranker)
+    _reseal(shipped_copy / "evidence")
+    with pytest.raises(PerspectrumError):
+        load_ranker(shipped_copy)
     assert not marker.exists()
 
 

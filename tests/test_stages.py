@@ -554,11 +554,10 @@ def test_a_paragraph_whose_window_argues_the_other_side_is_dropped() -> None:
 
 def test_the_kept_dev_settings_are_known_settings_of_the_right_type() -> None:
     from perspectrum.models.settings import check_settings
-    from perspectrum.train.light_heads import FIRST_RUN, FIRST_RUN_SETTINGS
     from perspectrum.train.tune_pipeline import CHOSEN_ON_DEV
 
-    assert set(FIRST_RUN_SETTINGS) <= set(FIRST_RUN) and set(CHOSEN_ON_DEV) == {"trained"}
-    for name, kept in (("FIRST_RUN_SETTINGS", FIRST_RUN_SETTINGS), ("CHOSEN_ON_DEV", CHOSEN_ON_DEV)):
-        for system, settings in kept.items():
-            check_settings(settings, f"{name}[{system!r}]")  # raises on an unknown name or a wrong type
-            assert perspectrum.PipelineConfig(overrides=settings)  # and a pipeline accepts them
+    assert set(CHOSEN_ON_DEV) == {"trained"}
+    for system, settings in CHOSEN_ON_DEV.items():
+        check_settings(settings, f"CHOSEN_ON_DEV[{system!r}]")  # raises on an unknown name or a wrong type
+        config = perspectrum.PipelineConfig(overrides=settings)  # and a pipeline accepts them
+        assert config.overrides == settings

@@ -299,6 +299,7 @@ def test_cli_train_and_evaluate_fail_in_one_line(tmp_path, data_dir):
     result = runner.invoke(app, ["evaluate", "--system", "trained", "--data-dir", str(data_dir), "--no-verify",
                                  "--models-dir", str(tmp_path / "none"), "--index-dir", str(tmp_path / "idx")])
     assert result.exit_code == 1
-    assert result.output.strip().startswith("error: no trained model in") and "Traceback" not in result.output
+    assert result.output.strip().startswith("error: the shipped models are not unpacked in") and \
+        "Traceback" not in result.output
     result = runner.invoke(app, ["train", "sentiment", "--data-dir", str(data_dir)])
     assert result.exit_code == 2

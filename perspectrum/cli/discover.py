@@ -44,8 +44,8 @@ def discover_cli(
     """Find the perspectives on a claim: clustered, stanced, and backed by evidence.
 
     On a machine that is not prepared it runs `perspectrum setup` first (a few minutes, once)
-    and says so. A fine-tuned stance model (`train stance --fast`) answers in place of the
-    light stance head.
+    and says so. The models that ship with perspectrum answer, or your own where you trained
+    or installed them (`perspectrum models list`).
     """
     _claim(claim)  # a bad claim exits 2 before anything loads
     discover(claim, top=top, with_evidence=not no_evidence, explain=explain, full=full, as_json=as_json,

@@ -20,7 +20,6 @@ class System(str, Enum):
 
     ir = "ir"
     trained = "trained"
-    light = "light"
     pipeline = "pipeline"
 
 
@@ -34,7 +33,7 @@ class Split(str, Enum):
 def evaluate_cli(
     system: Annotated[str, typer.Option(
         metavar="NAME|package.module:Class",
-        help="ir, trained, light, pipeline, or any system of the harness's protocol (perspectrum.eval.harness), "
+        help="ir, trained, pipeline, or any system of the harness's protocol (perspectrum.eval.harness), "
              "imported from the current folder or the Python path.")] = System.ir.value,
     split: Annotated[Split, typer.Option(help="Split to score; thresholds are always tuned on dev.")] = Split.test,
     oracle: Annotated[Optional[list[str]], typer.Option(
@@ -55,7 +54,7 @@ def evaluate_cli(
     """Score a system with T1–T5: ours beside the paper's numbers, or any system through the harness.
 
     ir, trained and pipeline give their detailed reports; a package.module:Class system,
-    light, --oracle or --harness go through the harness, which scores every system alike.
+    --oracle or --harness go through the harness, which scores every system alike.
     """
     from perspectrum.eval.harness import SpecError, load_system, oracle_stages
 
@@ -79,13 +78,13 @@ def evaluate(system: str = System.ir.value, split: str = Split.test.value, gold_
              verify: bool = True, backend: str = "embedded", milvus_uri: str | None = None,
              chosen: Any = None) -> None:
     """Score ``system`` on ``split`` and print its report: the harness's for a loaded system
-    (``chosen``, named ``system``), light, ``gold_stages`` or ``harness``; else the ir,
+    (``chosen``, named ``system``), ``gold_stages`` or ``harness``; else the ir,
     trained or pipeline report."""
     from perspectrum.data import load_dataset
     from perspectrum.eval.harness import evaluate_system
 
     dataset = load_dataset(data_dir, verify=verify)
-    if chosen is not None or gold_stages or harness or system == System.light.value:
+    if chosen is not None or gold_stages or harness:
         from perspectrum.eval.report import harness_summary, harness_table
         from perspectrum.eval.systems import builtin_system
 
@@ -116,8 +115,16 @@ def evaluate(system: str = System.ir.value, split: str = Split.test.value, gold_
         from perspectrum.eval.report import plot_pr_curves, trained_table
         from perspectrum.eval.trained import evaluate_trained
 
-        result = evaluate_trained(dataset, _store(index_dir), _models_dir(models_dir), split=split,
-                                  show_progress=True)
+        from perspectrum.models.scorers import models_present
+        from perspectrum.models.shipped import SETUP, current, unpacked
+
+        models = _models_dir(models_dir)
+        if not models_present(models):  # the shipped models, as unpacked (their cards stay as shipped)
+            if current(models) is not None:
+                raise PerspectrumError(f"{current(models)}: {SETUP}")
+            models = unpacked(models)
+        result = evaluate_trained(dataset, _store(index_dir), models, split=split, show_progress=True,
+                                  record=models == _models_dir(models_dir))
         console.print(trained_table(result))
         for key, scores in result["tasks"].items():
             console.print(f"{key} setting (tuned on dev): {json.dumps(scores['setting'])}")

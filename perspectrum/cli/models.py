@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 
 from perspectrum._progress import literal
-from perspectrum.cli._util import DataDir, ModelsDir, _echo_json, _metric, _models_dir, _say, console, models_app
-from perspectrum.config import LIGHT_FOLDER
+from perspectrum.cli._util import (DataDir, IndexDir, ModelsDir, NoVerify, _echo_json, _metric, _models_dir, _say,
+                                   _store, console, models_app)
 
 
 def _data_checksum(data_dir: Path | None) -> str:
@@ -25,7 +25,7 @@ def models_list_cli(
     models_dir: ModelsDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the inventory as JSON.")] = False,
 ) -> None:
-    """What is installed, which system `discover` will use, and how good each model is."""
+    """Your models, the shipped ones, which answer `discover`, and how good each is."""
     models_list(models_dir, as_json=as_json)
 
 
@@ -38,13 +38,12 @@ def models_list(models_dir: Path | None = None, as_json: bool = False) -> None:
         _echo_json(found)
         return
     table = Table(title=literal(f"models in {found['models_dir']}", "table.title"))
-    for column in ("name", "kind", "base", "data checksum", "dev", "test", "MB"):
+    for column in ("name", "from", "answers", "kind", "base", "data checksum", "dev", "test", "MB"):
         table.add_column(column, overflow="fold")
     for entry in found["entries"]:
-        dev = entry["dev"] if entry["name"] != LIGHT_FOLDER else None
-        table.add_row(literal(entry["name"]), literal(entry["kind"]),
-                      literal(str(entry["base_model"] or "-").split("/")[-1]),
-                      literal((entry["data_checksum"] or "-")[:12]), _metric(dev), _metric(entry["test"]),
+        table.add_row(literal(entry["name"]), entry["source"], "yes" if entry["answers"] else "no",
+                      literal(entry["kind"]), literal(str(entry["base_model"] or "-").split("/")[-1]),
+                      literal((entry["data_checksum"] or "-")[:12]), _metric(entry["dev"]), _metric(entry["test"]),
                       f"{entry['size_bytes'] / 1e6:.1f}")
     console.print(table)
     console.print(literal(f"discover uses: {found['system']}"))
@@ -56,7 +55,7 @@ def models_export_cli(
     models_dir: ModelsDir = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Pack every model folder, the light heads and pipeline.json with a manifest of SHA-256 sums."""
+    """Pack every model folder and pipeline.json with a manifest of SHA-256 sums."""
     models_export(out, models_dir=models_dir, data_dir=data_dir)
 
 
@@ -87,8 +86,8 @@ def models_install_cli(
 def models_install(source: str, models_dir: Path | None = None, data_dir: Path | None = None,
                    replace: bool = False) -> None:
     """Install the bundle at ``source`` (a path or URL) into the models folder and say what came in,
-    and which installed models it kept (or, with ``replace``, removed): a bundle of light heads
-    alone must not pass over a fine-tuned model without a word."""
+    and which installed models it kept (or, with ``replace``, removed): a bundle of one model
+    must not pass over the others without a word."""
     from perspectrum.models.bundle import install_models
 
     target = _models_dir(models_dir)
@@ -100,3 +99,27 @@ def models_install(source: str, models_dir: Path | None = None, data_dir: Path |
         others = f"; removed {', '.join(done['removed'])} (not in the bundle; --replace)"
     _say(f"installed {', '.join(done['entries'])} into {target} ({len(done['files'])} files "
          f"verified; made by perspectrum {done['perspectrum_version']} on {done['created']}){others}")
+
+
+@models_app.command("pack")
+def models_pack_cli(
+    to: Annotated[Path, typer.Option("--to", help="The folder to write (the package's own: perspectrum/shipped).")],
+    models_dir: ModelsDir = None,
+    data_dir: DataDir = None,
+    index_dir: IndexDir = None,
+    no_verify: NoVerify = False,
+) -> None:
+    """Pack the four trained models small, as perspectrum ships them (each a weight difference over its
+    base), each small form scored on dev and refused if it loses more than half a point."""
+    models_pack(to, models_dir=models_dir, data_dir=data_dir, index_dir=index_dir, verify=not no_verify)
+
+
+def models_pack(to: Path, models_dir: Path | None = None, data_dir: Path | None = None,
+                index_dir: Path | None = None, verify: bool = True) -> None:
+    """Write the models folder's four models and pipeline.json in their shipped form into ``to``."""
+    from perspectrum.data import load_dataset
+    from perspectrum.train.pack import pack
+
+    done = pack(_models_dir(models_dir), to, dev=(load_dataset(data_dir, verify=verify), _store(index_dir)))
+    sizes = ", ".join(f"{task} {record['delta_bytes'] / 1e6:.1f} MB" for task, record in done.items())
+    _say(f"packed into {to}: {sizes}")

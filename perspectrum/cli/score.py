@@ -27,7 +27,7 @@ def score_cli(
 ) -> None:
     """Score (claim, perspective) pairs with one task's model, opening no index.
 
-    The fine-tuned model answers, else the light head; equivalence reads triples. Each line is
+    Your fine-tuned model answers, else the shipped one; equivalence reads triples. Each line is
     printed back as JSON with its "score" in [0, 1] (and, for stance, "stance": support or
     undermine at the dev-tuned threshold).
     """

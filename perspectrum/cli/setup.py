@@ -1,4 +1,4 @@
-"""``perspectrum setup``: prepare this machine to answer claims (indexes, light heads, settings)."""
+"""``perspectrum setup``: prepare this machine to answer claims (indexes, the shipped models)."""
 
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ def setup_cli(
     backend: BackendOpt = BackendChoice.embedded,
     milvus_uri: MilvusUri = None,
 ) -> None:
-    """Prepare this machine to answer claims: build the indexes, fit light heads, choose the floor on dev.
+    """Prepare this machine to answer claims: build the indexes, unpack the shipped models.
 
-    Builds the indexes `discover` reads and, without the four fine-tuned models, fits light
-    heads on frozen MiniLM embeddings and chooses the pipeline's relevance floor on dev. A few
-    minutes once (most of it encoding the evidence sentences); a second run keeps what is
+    Builds the indexes `discover` reads and, unless your own four trained models are in the
+    models folder, unpacks the models that ship with perspectrum onto their base encoders,
+    checking each. Minutes once (most of it encoding the evidence); a second run keeps what is
     sound and takes seconds. `discover` and `serve` run it first when the machine is not prepared.
     """
     setup(as_json=as_json, data_dir=data_dir, index_dir=index_dir, models_dir=models_dir, verify=not no_verify,

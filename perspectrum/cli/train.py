@@ -13,7 +13,6 @@ from rich.table import Table
 from perspectrum._progress import literal
 from perspectrum.cli._util import (DataDir, IndexDir, JsonOut, ModelsDir, NoVerify, _metric, _models_dir, _pipeline,
                                    _store, _write_json, app, console, DeviceOpt)
-from perspectrum.errors import PerspectrumError
 
 
 class TaskChoice(str, Enum):
@@ -31,10 +30,6 @@ def train_cli(
     quick: Annotated[bool, typer.Option("--quick", help="Train on a tiny slice (tests, smoke runs).")] = False,
     tune_only: Annotated[bool, typer.Option("--tune-only", help="Keep the trained weights; re-choose the "
                                             "thresholds on dev (evidence, a ranker with no weights to keep, is fitted again).")] = False,
-    fast: Annotated[bool, typer.Option("--fast", help="stance only: a shorter recipe (one epoch over 70 % of "
-                                       "the pairs and a quarter as many with the claim negated, lower layers "
-                                       "frozen; ~9 min on 2 cores, dev accuracy 79.4 % against 87.8 %) that "
-                                       "answers in place of the light stance head until `train all`.")] = False,
     json_path: JsonOut = None,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
@@ -43,21 +38,19 @@ def train_cli(
     no_verify: NoVerify = False,
 ) -> None:
     """Fine-tune the cross-encoders and fit the evidence ranker, tune their cut-offs on dev, save models/<task>/."""
-    train(task.value, seed=seed, quick=quick, tune_only=tune_only, fast=fast, json_path=json_path, data_dir=data_dir,
+    train(task.value, seed=seed, quick=quick, tune_only=tune_only, json_path=json_path, data_dir=data_dir,
           index_dir=index_dir, models_dir=models_dir, verify=not no_verify)
 
 
-def train(task: str, seed: int = 13, quick: bool = False, tune_only: bool = False, fast: bool = False,
+def train(task: str, seed: int = 13, quick: bool = False, tune_only: bool = False,
           json_path: Path | None = None, data_dir: Path | None = None, index_dir: Path | None = None,
           models_dir: Path | None = None, verify: bool = True) -> None:
     """Train ``task`` (``"all"``: the four in turn, then the pipeline's settings tuned on
     dev) into the models folder and print a table of what was trained."""
     from perspectrum.data import data_checksum, load_dataset
     from perspectrum.models.settings import MODELS as TASKS
-    from perspectrum.train.tasks import FAST, retune_task, train_task
+    from perspectrum.train.tasks import retune_task, train_task
 
-    if fast and (task not in FAST or tune_only):
-        raise PerspectrumError(f"--fast is a recipe for {', '.join(FAST)} only, and trains (no --tune-only)")
     dataset = load_dataset(data_dir, verify=verify)
     checksum = data_checksum(data_dir)
     target = _models_dir(models_dir)
@@ -70,7 +63,7 @@ def train(task: str, seed: int = 13, quick: bool = False, tune_only: bool = Fals
             meta = retune_task(name, dataset, _store(index_dir), target, show_progress=True)
         else:
             meta = train_task(name, dataset, _store(index_dir), target, seed=seed, is_quick=quick,
-                              show_progress=True, data_checksum=checksum, config=FAST[name] if fast else None)
+                              show_progress=True, data_checksum=checksum)
         summary[name] = meta
         table.add_row(name, f"{meta['examples']['examples']:,}", f"{meta['train_seconds']:.0f}", _metric(meta["dev"]),
                       json.dumps(meta["thresholds"]))

@@ -186,8 +186,8 @@ class Encoder:
         """A stable fingerprint of the model: the installed files' recorded sums where pip
         recorded them, else its config plus every file's name and size.
 
-        Cheap (no weights are read) yet changes when the model does, so indexes and
-        light heads built with another encoder are recognised as stale.
+        Cheap (no weights are read) yet changes when the model does, so indexes built with
+        another encoder are recognised as stale.
         """
         if self.files is not None:
             digest = hashlib.sha256(json.dumps(sorted(self.files.items())).encode())
@@ -235,10 +235,8 @@ class Encoder:
 
         ``vectors`` must be this encoder's own for those texts: a pool's stored dense-index
         vectors (the store rebuilds an index made by another encoder, so they are). A pipeline
-        remembers its perspective pool this way, since the light heads, the evidence features
-        and the equivalence reads all embed pool sentences the index already holds (not
-        encoding them again took the light relevance stage's dev p50 from 223 to 14 ms:
-        ``eval/results/lent_vectors_fresh_dev.json``). The model's vector for
+        remembers its perspective pool this way, since the evidence features and expansion
+        embed pool sentences the index already holds. The model's vector for
         a text differs from the stored one only by the float noise of being batched with other
         texts. Safe from several threads: the table is replaced whole, never changed in place.
         """

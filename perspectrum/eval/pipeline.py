@@ -26,7 +26,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from itertools import combinations
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -190,15 +189,16 @@ def gold_input_evidence(dataset: Dataset, claims: Sequence[Claim], results: Sequ
     return out
 
 
-def _oracle(models_dir: Path, split: str) -> dict[str, Any]:
-    """The per-task scores on gold inputs recorded in each model's card (``evaluate --system trained``)."""
+def _oracle(pipe: Pipeline, split: str) -> dict[str, Any]:
+    """The per-task scores on gold inputs recorded in each answering model's card (``evaluate --system trained``)."""
     from perspectrum.models.store import read_meta
 
+    homes = getattr(pipe.scorers, "homes", {})
     out = {}
     for model in MODELS:
         try:
-            out[T_METRIC[model]] = read_meta(models_dir, model).get(split)
-        except PerspectrumError:  # a light-head pipeline has no cards; the column stays empty
+            out[T_METRIC[model]] = read_meta(homes.get(model, pipe.models_dir), model).get(split)
+        except PerspectrumError:  # scorers of your own may have no cards; the column stays empty
             out[T_METRIC[model]] = None
     return out
 
@@ -231,7 +231,7 @@ def evaluate_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "test", bat
     answered = [claim for claim, r in zip(offtopic.HELD_OUT, held_out) if r.perspectives]
     stages = {stage: round(sum(r.timings.get(stage, 0.0) for r in results), 2) for stage in results[0].timings} \
         if results else {}
-    oracle = _oracle(pipe.models_dir, split)
+    oracle = _oracle(pipe, split)
     return {
         "system": "pipeline",
         "models": pipe.system,

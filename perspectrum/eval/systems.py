@@ -5,11 +5,11 @@
   :mod:`perspectrum.eval.ir`, by running its own answers on dev and scoring them.
 - :class:`PipelineSystem`: a :class:`~perspectrum.pipeline.pipeline.Pipeline` answering each task
   with its own stage(s), run on a :class:`~perspectrum.pipeline.stages.ClaimState` built from the
-  input the harness gives. Whether fine-tuned models or light heads answer is the models
-  folder's business (``Pipeline.system``), so the built-in ``trained``, ``light`` and
-  ``pipeline`` systems are all this class (:func:`builtin_system`).
+  input the harness gives. Whether the user's or the shipped models answer is the models
+  folder's business (``Pipeline.system``), so the built-in ``trained`` and ``pipeline``
+  systems are both this class (:func:`builtin_system`).
 
-Both are what ``evaluate --system ir|trained|light|pipeline`` scores through the harness
+Both are what ``evaluate --system ir|trained|pipeline`` scores through the harness
 (with ``--oracle`` or ``--harness``); without those flags ``ir``, ``trained`` and
 ``pipeline`` keep their detailed reports.
 """
@@ -209,7 +209,7 @@ class PipelineSystem:
 
     @property
     def name(self) -> str:
-        """``"trained"``, ``"light"`` or the scorers' kind: which models answer."""
+        """``"shipped"``, ``"trained"`` or the scorers' kind: which models answer."""
         return self.pipe.system
 
     @property
@@ -299,18 +299,10 @@ class PipelineSystem:
 def builtin_system(name: str, data_dir: str | Path | None, index_dir: str | Path | None,
                    models_dir: str | Path | None, verify: bool) -> IRSystem | PipelineSystem:
     """The system ``evaluate --system NAME`` scores through the harness: ``ir``, or the
-    pipeline (``trained``, ``light``: which models the folder holds must be the one named)."""
-    from perspectrum.models.scorers import models_present
-
+    pipeline (``trained``, ``pipeline``: the models that answer, the user's or the shipped ones)."""
     if name == "ir":
         return IRSystem(IndexStore(folders.index_dir(index_dir)), show_progress=True)
     models = folders.models_dir(models_dir)
-    if name == "trained" and not models_present(models):
-        raise PerspectrumError(f"--system trained needs the four fine-tuned models in {models} "
-                               "(`perspectrum train all`); --system light scores the light heads")
-    if name == "light" and models_present(models):
-        raise PerspectrumError(f"the four fine-tuned models in {models} answer the pipeline, not light heads: "
-                               "use --system trained, or --models-dir a folder without them")
     return PipelineSystem(Pipeline.load(data_dir, folders.index_dir(index_dir), models, verify=verify,
                                         show_progress=True))
 

@@ -2,7 +2,7 @@
 
 ``perspectrum train all`` takes over an hour on a laptop; a bundle lets one machine train and
 every other one install. A bundle is a gzipped tar of the model folders (the four fine-tuned
-tasks with the evidence ranker, the light heads) and ``pipeline.json``, plus a
+tasks with the evidence ranker) and ``pipeline.json``, plus a
 ``manifest.json`` at its top with the SHA-256 and size of every file, the models (entries) it
 holds, the package version that wrote it and the checksum of the data the models were trained on.
 
@@ -18,9 +18,9 @@ reader (:func:`perspectrum.config.models_dir`) or install, which also removes wh
 install left (its download, unfinished versions).
 
 The bundle's models replace their namesakes; installed models the bundle does not hold are
-kept unless ``replace`` is given (a light-heads bundle must not silently delete a fine-tuned
-stance model). What ``models/`` holds besides the bundle's entries (the unpacked MPNet base)
-is carried over by hard links.
+kept unless ``replace`` is given (a bundle of one model must not silently delete the others).
+What ``models/`` holds besides the bundle's entries (the unpacked MPNet base, the unpacked
+shipped models) is carried over by hard links.
 """
 
 from __future__ import annotations
@@ -47,21 +47,17 @@ from perspectrum._version import __version__
 from perspectrum import config as folders
 from perspectrum._io import atomic_folder, atomic_write, folder_lock, tidy
 from perspectrum._progress import progress
-from perspectrum.config import LIGHT_FOLDER
 from perspectrum.encoders.cross_encoder import META_FILE
 from perspectrum.errors import PerspectrumError
 from perspectrum.integrity import sha256_file
-from perspectrum.models.light_heads import META_FILE as LIGHT_META
-from perspectrum.models.light_heads import light_kind, replacing
 from perspectrum.models.scorers import PIPELINE_FILE, models_present
 from perspectrum.models.settings import MODELS
 
 MANIFEST = "manifest.json"
 #: Bumped when a bundle's layout changes; an installer refuses formats it does not know.
 FORMAT = 1
-#: The light heads' folder inside ``models/`` (as :mod:`perspectrum.pipeline.pipeline` names it).
 #: What a bundle carries, in the order listed: everything else in ``models/`` stays local.
-ENTRIES = (*MODELS, LIGHT_FOLDER, PIPELINE_FILE)
+ENTRIES = (*MODELS, PIPELINE_FILE)
 _BLOCK = 1 << 20
 #: The most bytes a bundle may unpack to, whatever its manifest declares: ten times a bundle of
 #: every model (about 0.4 GB), so a hostile or mistaken bundle cannot fill the disk.
@@ -80,14 +76,12 @@ def _needed(entry: str) -> str:
     """The file without which a bundle entry is no model: its meta, or the settings file itself."""
     if entry in MODELS:
         return f"{entry}/{META_FILE}"
-    if entry == LIGHT_FOLDER:
-        return f"{LIGHT_FOLDER}/{LIGHT_META}"
     return entry
 
 
 def _what(entry: str) -> str:
-    """How messages name an entry: ``its stance model``, ``its light heads``."""
-    return {LIGHT_FOLDER: "its light heads", PIPELINE_FILE: "its pipeline settings"}.get(entry, f"its {entry} model")
+    """How messages name an entry: ``its stance model``, ``its pipeline settings``."""
+    return {PIPELINE_FILE: "its pipeline settings"}.get(entry, f"its {entry} model")
 
 
 def _files(root: Path, entry: str) -> Iterator[Path]:
@@ -113,7 +107,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class Entry:
-    """One thing ``models/`` holds, as ``perspectrum models list`` shows it."""
+    """One model (or the pipeline's settings), as ``perspectrum models list`` shows it: the
+    user's own in ``models/`` or a shipped one, and whether it is the one that answers."""
 
     name: str
     kind: str
@@ -122,40 +117,50 @@ class Entry:
     data_checksum: str | None = None
     dev: dict[str, Any] | None = None
     test: dict[str, Any] | None = None
+    source: str = "yours"
+    answers: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def inventory(models_dir: str | Path) -> dict[str, Any]:
-    """What ``models_dir`` holds and which system ``discover`` will answer with.
-
-    Returns:
-        ``{"models_dir", "system", "entries": [Entry.to_dict(), ...]}``; ``system`` is
-        ``trained`` (all four tasks present), ``light`` (light heads present; ``light +
-        trained stance`` where a fine-tuned stance model answers in place of its head, and so
-        on), with `` (trained on first use)`` while the light heads are still to be fitted.
-    """
-    root = folders.models_dir(models_dir)  # puts back models an interrupted install moved aside
+def _entries(root: Path, source: str, answering: Path) -> list[Entry]:
     entries = []
     for task in MODELS:
         meta = _read_json(root / task / META_FILE)
         if meta is not None:
             kind = "ranker + window verifier" if meta.get("kind") == "ranker" else "cross-encoder"
             entries.append(Entry(task, kind, _size(root, task), meta.get("base_model") or meta.get("encoder"),
-                                 meta.get("data_checksum"),
-                                 meta.get("dev"), meta.get("test")))
-    light = _read_json(root / LIGHT_FOLDER / "light.json")
-    if light is not None:
-        entries.append(Entry(LIGHT_FOLDER, "light heads", _size(root, LIGHT_FOLDER), light.get("encoder"),
-                             dev=light.get("dev")))
+                                 meta.get("data_checksum"), meta.get("dev"), meta.get("test"), source,
+                                 answering == root))
+    return entries
+
+
+def inventory(models_dir: str | Path) -> dict[str, Any]:
+    """What ``models_dir`` holds, the models that ship with perspectrum, and which answer.
+
+    Returns:
+        ``{"models_dir", "system", "entries": [Entry.to_dict(), ...]}``; ``system`` is
+        ``trained`` (the user's four models answer), ``shipped``, or ``shipped + your stance``
+        (and so on) where some of the user's models answer in place of shipped ones, with
+        `` (unpacked by perspectrum setup)`` while the shipped models are still packed.
+    """
+    from perspectrum.models.shipped import answering, current, source, system, unpacked
+
+    root = folders.models_dir(models_dir)  # puts back models an interrupted install moved aside
+    homes = answering(root)
+    entries = [e for e in _entries(root, "yours", root) if e.name in MODELS]
     if (root / PIPELINE_FILE).is_file():
-        entries.append(Entry(PIPELINE_FILE, "pipeline settings", _size(root, PIPELINE_FILE)))
-    if models_present(root):
-        system = "trained"
-    else:
-        system = light_kind(replacing(root)) + ("" if light is not None else " (trained on first use)")
-    return {"models_dir": str(root), "system": system, "entries": [e.to_dict() for e in entries]}
+        entries.append(Entry(PIPELINE_FILE, "pipeline settings", _size(root, PIPELINE_FILE),
+                             answers=models_present(root)))
+    name = system(root)
+    if not models_present(root):
+        ready = current(root) is None
+        shipped = unpacked(root) if ready else source()
+        entries += [Entry(e.name, e.kind, e.size_bytes, e.base_model, e.data_checksum, e.dev, e.test, "shipped",
+                          homes[e.name] == unpacked(root)) for e in _entries(shipped, "shipped", shipped)]
+        name += "" if ready else " (unpacked by perspectrum setup)"
+    return {"models_dir": str(root), "system": name, "entries": [e.to_dict() for e in entries]}
 
 
 def _model_checksums(root: Path) -> dict[str, str]:
@@ -173,7 +178,7 @@ def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
     """Write every bundle entry of ``models_dir`` and a manifest into the tar.gz ``out``.
 
     Args:
-        models_dir: the folder ``perspectrum train`` (and the light heads) wrote.
+        models_dir: the folder ``perspectrum train`` wrote.
         out: the archive to write (written aside, then renamed into place).
         data_checksum: the checksum of the data here; every model must have been trained on it.
 
@@ -182,8 +187,9 @@ def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
     """
     root = folders.models_dir(models_dir)
     present = [entry for entry in ENTRIES if (root / entry).exists()]
-    if not any(entry in present for entry in (*MODELS, LIGHT_FOLDER)):
-        raise PerspectrumError(f"nothing to export: {root} holds no trained models or light heads")
+    if not any(entry in present for entry in MODELS):
+        raise PerspectrumError(f"nothing to export: {root} holds no trained models (the shipped ones "
+                               "come with perspectrum)")
     for task, checksum in _model_checksums(root).items():
         if checksum != data_checksum:
             raise PerspectrumError(f"{root / task} was trained on other data (checksum {checksum[:12]}…) than "

@@ -50,7 +50,7 @@ from perspectrum.models.trees import Forest
 
 #: Hybrid candidates per cluster (dev T4 F1 of the first stage: 57.0 at 20, 55.9 at 40).
 DEPTH = 20
-#: File of a fitted ranker inside ``models/evidence/`` (or the light heads' folder).
+#: File of a fitted ranker inside ``models/evidence/``.
 RANKER_FILE = "ranker.npz"
 
 #: Per (cluster, paragraph). "comp" = this cluster's value minus the best sibling cluster's.

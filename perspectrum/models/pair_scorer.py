@@ -3,9 +3,8 @@
 An application that has its own candidates (a search backend's hits, a moderation queue)
 often needs one judgement, not a whole discovery: is this sentence on the claim's side? are
 these two saying the same thing? :class:`PairScorer` loads the model that answers one task on
-this machine — the fine-tuned cross-encoder in ``models/<task>/`` when there is one, else
-the light head fitted by ``perspectrum setup`` (on frozen MiniLM embeddings) — and scores
-what it is given. ``perspectrum score TASK PAIRS.jsonl`` is the same from the command line.
+this machine — the user's fine-tuned cross-encoder in ``models/<task>/`` when there is one,
+else the shipped one that ``perspectrum setup`` unpacked — and scores what it is given. ``perspectrum score TASK PAIRS.jsonl`` is the same from the command line.
 
 ==============  ====================================  ==========================================
 task            items                                 score
@@ -29,9 +28,7 @@ from typing import Any
 import numpy as np
 
 from perspectrum import config as folders
-from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
-from perspectrum.index.store import IndexStore
 from perspectrum.models.scorers import fine_tuned, model_scores, stored_settings
 
 #: How many texts each task's item holds.
@@ -42,8 +39,8 @@ class PairScorer:
     """Scores (claim, perspective) pairs, or (claim, perspective, perspective) triples for
     equivalence, with the one model that answers ``task`` on this machine.
 
-    Build it with :meth:`load`. ``kind`` says which model answers (``"trained"`` or
-    ``"light"``) and ``settings`` holds the cut-offs chosen on dev for its scores (for
+    Build it with :meth:`load`. ``kind`` says which model answers (``"trained"``: the
+    user's own, or ``"shipped"``) and ``settings`` holds the cut-offs chosen on dev for its scores (for
     stance, ``threshold``: at or above it the perspective supports the claim).
 
     Example:
@@ -61,30 +58,26 @@ class PairScorer:
     @classmethod
     def load(cls, task: str, models_dir: str | Path | None = None) -> PairScorer:
         """The model that answers ``task`` in ``models_dir`` (or ``$PERSPECTRUM_MODELS`` or
-        ``./models``): the fine-tuned one, else the light head. Opens no index; a task
-        with neither model is a one-line error naming ``perspectrum setup``."""
+        ``./models``): the user's fine-tuned one, else the shipped one. Opens no index; a
+        machine where the shipped models are not unpacked is a one-line error naming
+        ``perspectrum setup``."""
         if task not in ARITY:
             hint = (" (evidence ranks the evidence pool's paragraphs through its indexes: use Pipeline)"
                     if task == "evidence" else "")
             raise PerspectrumError(f"cannot score task {task!r}: choose one of {', '.join(ARITY)}{hint}")
+        from perspectrum.models.shipped import SETUP, current, unpacked
+        from perspectrum.models.store import load_task, read_meta
+
         models = folders.models_dir(models_dir)
-        if task in fine_tuned(models):
-            from perspectrum.models.store import load_task, read_meta
-
-            members = load_task(models, task)
-            settings = stored_settings(models, task, read_meta(models, task))
-            return cls(task, lambda items: model_scores(members, task, items), "trained", settings)
-        from perspectrum.models.light_heads import META_FILE, LightScorers, StaleHeads
-
-        if not (models / folders.LIGHT_FOLDER / META_FILE).is_file():
-            raise PerspectrumError(f"no {task} model in {models} (no fine-tuned model, no light heads): "
-                                   f"run `perspectrum setup` or `perspectrum train {task}`")
-        try:  # the store only lends its encoder: no index of it is opened
-            light = LightScorers.load(models / folders.LIGHT_FOLDER, IndexStore(folders.index_dir()),
-                                      Pool("evidence", (), ()))
-        except StaleHeads as exc:
-            raise PerspectrumError(f"{exc}; run `perspectrum setup` to fit them again") from None
-        return cls(task, getattr(light, task), "light", dict(light.settings[task]))
+        home, kind = models, "trained"
+        if task not in fine_tuned(models):
+            problem = current(models)
+            if problem is not None:
+                raise PerspectrumError(f"no {task} model in {models} ({problem}): {SETUP}")
+            home, kind = unpacked(models), "shipped"
+        members = load_task(home, task)
+        settings = stored_settings(home, task, read_meta(home, task))
+        return cls(task, lambda items: model_scores(members, task, items), kind, settings)
 
     def score(self, items: Sequence[Sequence[str]]) -> np.ndarray:
         """One score in [0, 1] per item, in order (see the module's table for what each item holds)."""

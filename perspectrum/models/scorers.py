@@ -1,10 +1,10 @@
 """The judgements the discovery pipeline asks for, behind one surface.
 
-Two implementations: :class:`TrainedScorers` (the four fine-tuned cross-encoders and the
-evidence ranker of ``perspectrum train``) and :class:`perspectrum.models.light_heads.LightScorers`
-(scikit-learn heads on frozen MiniLM embeddings and the evidence ranker, fitted in a
-minute or two on a fresh machine, with any fine-tuned model in a head's place). The pipeline never knows which it holds: each answers the same five
-questions and carries the cut-offs that were tuned on dev for its own scores.
+One implementation, :class:`TrainedScorers`: the three fine-tuned cross-encoders and the
+evidence ranker, the user's own (``perspectrum train``, ``models install``) or those that
+ship with perspectrum (:mod:`perspectrum.models.shipped`). The pipeline never knows which
+it holds, nor whether it holds an object of your own: each answers the same five questions
+and carries the cut-offs that were tuned on dev for its own scores.
 
 Settings (``Scorers.settings``) hold what was chosen on dev, as
 :mod:`perspectrum.models.settings` names it (the one schema of every setting, its type
@@ -46,7 +46,7 @@ Triple = tuple[str, str, str]
 class Scorers(Protocol):
     """What the pipeline needs from a set of models. All scores are in [0, 1]."""
 
-    #: "trained" or "light", shown to users and written into every result.
+    #: Which models answer ("shipped", "trained", ...), shown to users and written into every result.
     kind: str
     #: Dev-tuned settings by model and by stage (see the module docstring).
     settings: dict[str, dict[str, Any]]
@@ -76,12 +76,18 @@ class Scorers(Protocol):
 
 
 class TrainedScorers:
-    """The fine-tuned cross-encoders of ``models/`` and the evidence ranker.
+    """The fine-tuned cross-encoders and the evidence ranker: those of ``perspectrum train``
+    in ``models/``, or the shipped ones (:mod:`perspectrum.models.shipped`).
 
     Args:
         models_dir: the folder ``perspectrum train`` wrote.
         store: where the evidence pool's indexes (and its sentences') live.
         evidence: the evidence pool the ranker retrieves from.
+        homes: the folder whose ``<model>/`` answers each model (default: ``models_dir`` for
+            all).
+        settings_home: the folder whose ``pipeline.json`` holds the pipeline's settings
+            (default: ``models_dir``).
+        kind: the system's name, as results show it.
 
     Models load on first use, once, under a lock, so a pipeline that only ranks
     perspectives never reads the evidence ranker or its indexes, and threads share one copy.
@@ -89,18 +95,22 @@ class TrainedScorers:
 
     kind = "trained"
 
-    def __init__(self, models_dir: str | Path, store: IndexStore, evidence: Pool) -> None:
+    def __init__(self, models_dir: str | Path, store: IndexStore, evidence: Pool,
+                 homes: Mapping[str, Path] | None = None, kind: str | None = None,
+                 settings_home: Path | None = None) -> None:
         from perspectrum.models.store import read_meta
 
         self.models_dir = Path(models_dir)
+        self.homes = {model: Path(homes[model]) if homes else self.models_dir for model in MODELS}
+        self.kind = kind or self.kind
         self.store = store
         self.evidence_pool = evidence
-        metas = {model: read_meta(self.models_dir, model) for model in MODELS}
+        metas = {model: read_meta(self.homes[model], model) for model in MODELS}
         if metas["evidence"].get("ranker_thresholds") is None:
-            raise PerspectrumError(f"{self.models_dir / 'evidence'} has no ranker cut-off: "
+            raise PerspectrumError(f"{self.homes['evidence'] / 'evidence'} has no ranker cut-off: "
                                    "run `perspectrum train evidence --tune-only`")
-        self.settings = {model: stored_settings(self.models_dir, model, metas[model]) for model in MODELS}
-        merge_pipeline_file(self.settings, self.models_dir)
+        self.settings = {model: stored_settings(self.homes[model], model, metas[model]) for model in MODELS}
+        merge_pipeline_file(self.settings, settings_home or self.models_dir)
         self._loaded: dict[str, Any] = {}
         self._lock = threading.Lock()
 
@@ -110,11 +120,11 @@ class TrainedScorers:
                 from perspectrum.models.store import load_ranker, load_task
 
                 if name == "ranker":
-                    self._loaded[name] = load_ranker(self.models_dir)
+                    self._loaded[name] = load_ranker(self.homes["evidence"])
                 elif name == "featurizer":
                     self._loaded[name] = Featurizer(self.store, self.evidence_pool, show_progress=True)
                 else:
-                    self._loaded[name] = load_task(self.models_dir, name)
+                    self._loaded[name] = load_task(self.homes[name], name)
             return self._loaded[name]
 
     def load_all(self) -> None:

@@ -11,10 +11,9 @@ settings a stage is built with).
 Who chooses a value, as its field says (:func:`setting`):
 
 - :data:`MODEL`: the dev tuning of the model that answers the stage (``perspectrum
-  train``, or the light heads), stored beside the model under its name (:attr:`model`;
+  train``), stored beside the model under its name (:attr:`model`;
   the cluster stage's is ``equivalence``): ``thresholds`` in
-  ``models/<model>/perspectrum.json`` (the evidence ranker's ``ranker_thresholds``), or
-  ``settings.<model>`` in ``light/light.json``. These have no default: a file without
+  ``models/<model>/perspectrum.json`` (the evidence ranker's ``ranker_thresholds``). These have no default: a file without
   one is damaged. (The tuning grids' other keys, ``centre``, ``method`` and
   ``aggregate``, are evaluation's, not the pipeline's.)
 - :data:`PIPELINE`: ``perspectrum tune``, end to end on dev, stored by stage name in

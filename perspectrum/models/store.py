@@ -150,14 +150,14 @@ def save_task(folder: str | Path, members: Sequence[CrossEncoderModel], meta: Ma
         for member, sub in zip(members[1:], meta["members"]):
             (tmp / sub).mkdir(parents=True)
             member.write(tmp / sub)
-            _seal(tmp / sub, member.meta)
-        _seal(tmp, meta)
+            seal(tmp / sub, member.meta)
+        seal(tmp, meta)
         (tmp / CARD).write_text(render_card(meta), encoding="utf-8")
 
     return atomic_folder(folder, write)
 
 
-def _seal(folder: Path, meta: Mapping[str, Any]) -> None:
+def seal(folder: Path, meta: Mapping[str, Any]) -> None:
     """Write ``meta`` with the SHA-256 of every other file in ``folder`` (not the card)."""
     files = integrity.record(folder, skip=(META_FILE, CARD))
     (folder / META_FILE).write_text(json.dumps({**meta, "files": files}, indent=2) + "\n", encoding="utf-8")
@@ -168,7 +168,7 @@ def save_ranker(folder: str | Path, ranker: EvidenceRanker, meta: Mapping[str, A
 
     def write(tmp: Path) -> None:
         ranker.save(tmp)
-        _seal(tmp, meta)
+        seal(tmp, meta)
         (tmp / CARD).write_text(render_card(meta), encoding="utf-8")
 
     return atomic_folder(folder, write)

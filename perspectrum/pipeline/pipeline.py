@@ -12,15 +12,16 @@ for a whole batch):
 4. **cluster** — equivalence model blended with cosine, average linkage, never joining
    perspectives of confidently opposite stance.
 5. **expand** — each cluster's paraphrases from the pool (when tuned on).
-6. **evidence** — the evidence ranker (or light head) per cluster, against its siblings.
+6. **evidence** — the evidence ranker per cluster, against its siblings.
 7. **verify** — the best 3-sentence window of each cluster's top paragraph.
 
 Which models answer is decided once, lazily: a :class:`~perspectrum.models.scorers.Scorers`
-handed in, else the fine-tuned ones in ``models/`` when all four are there, else light
-heads on frozen MiniLM embeddings, with any fine-tuned relevance, stance or equivalence
-model answering in place of its head. The pipeline never trains or tunes: a machine with
-neither is refused at once (:class:`NotPrepared`) until ``perspectrum setup``
-(:func:`perspectrum.train.prepare.prepare`) has fitted the light heads.
+handed in, else the models that ship with perspectrum, with any model the user trained or
+installed in ``models/`` answering in its shipped namesake's place
+(:mod:`perspectrum.models.shipped`). The pipeline never trains or tunes: a machine where the
+shipped models are not unpacked (and the user's four are not there) is refused at once
+(:class:`NotPrepared`) until ``perspectrum setup`` (:func:`perspectrum.train.prepare.prepare`)
+has unpacked them.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ class ClaimError(PerspectrumError):
 
 
 class NotPrepared(PerspectrumError):
-    """No models to answer with: neither the four fine-tuned models nor light heads of this
-    version. ``perspectrum setup`` prepares the machine (the CLI's ``discover`` and ``serve``
+    """No models to answer with: neither the user's four models nor this version's shipped
+    models unpacked. ``perspectrum setup`` prepares the machine (the CLI's ``discover`` and ``serve``
     run it first, saying so). ``problem`` says what is missing, in a few words."""
 
     def __init__(self, problem: str) -> None:
@@ -84,13 +85,12 @@ class NotPrepared(PerspectrumError):
 
 
 #: How a machine gets its models, named in every :class:`NotPrepared` message.
-SETUP_HINT = ("run `perspectrum setup` (builds the indexes and fits light heads, a few minutes once) "
-              "or `perspectrum train all`")
+SETUP_HINT = "run `perspectrum setup` (builds the indexes and unpacks the shipped models, once)"
 
 
 def check_prepared(models_dir: str | Path) -> None:
     """Refuse, in one line naming ``perspectrum setup``, a models folder that cannot answer."""
-    from perspectrum.models.light_heads import unprepared
+    from perspectrum.models.shipped import unprepared
 
     problem = unprepared(models_dir)
     if problem is not None:
@@ -114,8 +114,8 @@ class PipelineConfig:
     """The structural settings, and per-stage changes to the dev-tuned ones.
 
     Cut-offs default to the values tuned on dev for the loaded models and stored beside
-    them (``models/<task>/perspectrum.json``, ``models/pipeline.json``, or
-    ``models/light/``); ``overrides`` changes any stage's setting by name, e.g.
+    them (``models/<task>/perspectrum.json`` and ``models/pipeline.json``, or the shipped
+    models' own); ``overrides`` changes any stage's setting by name, e.g.
     ``{"relevance": {"threshold": 0.8}, "expand": {"neighbours": 0}}``. Unknown stages,
     unknown keys and values of the wrong type are one-line errors, here. Every setting,
     its type and its default is in :mod:`perspectrum.models.settings`.
@@ -190,8 +190,7 @@ class Pipeline:
     Nothing heavy happens until the first call (or :meth:`warm_up`): indexes are opened
     (built if missing) and models loaded once, under a lock, so one pipeline serves
     concurrent calls from many threads. ``scorers`` replaces the models with any object
-    of the :class:`~perspectrum.models.scorers.Scorers` protocol (the fine-tuned set, light
-    heads, or your own).
+    of the :class:`~perspectrum.models.scorers.Scorers` protocol (the fine-tuned set, or your own).
 
     Example:
         >>> pipe = Pipeline.load()
@@ -225,7 +224,7 @@ class Pipeline:
         ``./indexes``; ``models_dir`` or ``$PERSPECTRUM_MODELS`` or ``./models``.
         ``backend`` picks the search engines (:data:`perspectrum.index.store.BACKENDS`); models
         trained with one backend's indexes serve with any other's. Without ``scorers``, a
-        models folder that cannot answer (no fine-tuned models, no light heads) is refused
+        machine whose models cannot answer (the shipped ones not unpacked) is refused
         at once with :class:`NotPrepared`, naming ``perspectrum setup``.
         """
         from perspectrum.data import load_dataset
@@ -249,8 +248,7 @@ class Pipeline:
         Their indexes live under ``<index_dir>/own/<key>/``, one folder per pair of pool
         files (or, for pools given as objects, of pool contents), so they never replace
         PERSPECTRUM's; ``perspectrum pool add|remove`` updates them in place, and a missing one is
-        built on first use. The models are the ones trained on PERSPECTRUM (``perspectrum setup``
-        fits light heads from its data).
+        built on first use. The models are the ones trained on PERSPECTRUM (shipped, or your own).
         """
         if scorers is None:
             check_prepared(folders.models_dir(models_dir))
@@ -265,19 +263,12 @@ class Pipeline:
 
     # --------------------------------------------------------------- loading
     def _scorers(self) -> Scorers:
-        from perspectrum.models.light_heads import LightScorers, StaleHeads
-        from perspectrum.models.scorers import TrainedScorers, models_present
+        from perspectrum.models.shipped import open_scorers
 
         if self._scorers_given is not None:
             return self._scorers_given
-        if models_present(self.models_dir):
-            return TrainedScorers(self.models_dir, self.store, self.evidence_pool)
         check_prepared(self.models_dir)
-        try:
-            return LightScorers.load(self.models_dir / folders.LIGHT_FOLDER, self.store, self.evidence_pool,
-                                     self.models_dir)
-        except StaleHeads as exc:
-            raise NotPrepared(str(exc)) from None
+        return open_scorers(self.models_dir, self.store, self.evidence_pool)
 
     def _get(self) -> _Ready:
         with self._lock:
@@ -303,7 +294,7 @@ class Pipeline:
 
     @property
     def system(self) -> str:
-        """``"trained"``, ``"light"`` or your scorers' ``kind``: which models answer (loads them if needed)."""
+        """``"shipped"``, ``"trained"`` or your scorers' ``kind``: which models answer (loads them if needed)."""
         return self._get().context.scorers.kind
 
     @property

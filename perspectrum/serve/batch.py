@@ -22,7 +22,7 @@ multi-threaded process.
   of :data:`STEPS` (the stages grouped by the model they call), each actor holding its own
   pipeline, built by the picklable factory it is given (:mod:`perspectrum.serve.ray_engine`).
   The factory's pipeline is built once in this process first, so missing indexes are
-  built and light heads trained once, not by every actor at once, and a missing file is
+  built and the shipped models unpacked once, not by every actor at once, and a missing file is
   an error before any worker starts.
 """
 

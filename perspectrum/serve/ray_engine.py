@@ -10,8 +10,8 @@ sets them up, with its token authentication) unless this process is already conn
 or ``address`` names one (``"auto"``: the one ``ray start`` runs here).
 
 :func:`~perspectrum.serve.batch.discover_batch` builds the factory's pipeline once in its own
-process before calling :func:`ray_lines`, so missing indexes are built and light heads trained
-once, not by every actor at once.
+process before calling :func:`ray_lines`, so missing indexes are built and the shipped models
+unpacked once, not by every actor at once.
 """
 
 from __future__ import annotations

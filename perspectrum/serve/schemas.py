@@ -227,7 +227,7 @@ class HitOut(BaseModel):
 
 class Health(BaseModel):
     status: Literal["loading", "ready", "failed"]
-    system: str | None = Field(description="which models answer: trained, light, light + trained stance")
+    system: str | None = Field(description="which models answer: shipped, trained (your own), shipped + your stance")
     version: str
     workers: int
     queue: int

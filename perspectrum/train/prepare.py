@@ -1,12 +1,13 @@
-"""Preparing a machine to answer: the one step that builds and fits what ``discover`` reads.
+"""Preparing a machine to answer: the one step that builds and unpacks what ``discover`` reads.
 
-A fresh clone has the data and the base encoder, nothing else. :func:`prepare` builds every
-index the pipeline opens over PERSPECTRUM's pools and, unless the four fine-tuned models of
-``perspectrum train all`` are there, fits light heads on frozen MiniLM embeddings and
-chooses the pipeline's relevance floor on dev (:func:`perspectrum.train.light_heads.train_light`,
-:func:`~perspectrum.train.light_heads.tune_light`). What is already sound is kept, so a second
-run takes seconds. ``perspectrum setup`` runs it; :class:`perspectrum.Pipeline` never does,
-and refuses an unprepared machine at once (:class:`perspectrum.pipeline.pipeline.NotPrepared`).
+A fresh clone has the data, the base encoders and the models that ship with perspectrum,
+nothing else. :func:`prepare` builds every index the pipeline opens over PERSPECTRUM's pools
+and, unless the user's own four models are in ``models/``, unpacks the shipped models
+(:func:`perspectrum.models.shipped.unpack`: each difference added to its base, checked).
+Nothing is trained or tuned: the settings chosen on dev ship with the models. What is
+already sound is kept, so a second run takes seconds. ``perspectrum setup`` runs it;
+:class:`perspectrum.Pipeline` never does, and refuses an unprepared machine at once
+(:class:`perspectrum.pipeline.pipeline.NotPrepared`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from perspectrum import config as folders
 from perspectrum._progress import say
 from perspectrum.data import Pool, load_dataset
 from perspectrum.index.store import DEFAULT_BACKEND, IndexStore
-from perspectrum.models.light_heads import LightScorers, StaleHeads, unprepared
 from perspectrum.models.scorers import models_present
+from perspectrum.models.shipped import current, unpack
 
 #: The indexes a discovery reads (the perspective pool for retrieval, the evidence pool and
 #: its sentences for the evidence ranker, whose featurizer reads sentences densely only),
@@ -33,17 +34,15 @@ NEEDED = (("perspectives", "bm25"), ("perspectives", "dense"), ("evidence", "bm2
 def prepare(data_dir: str | Path | None = None, index_dir: str | Path | None = None,
             models_dir: str | Path | None = None, verify: bool = True, backend: str = DEFAULT_BACKEND,
             milvus_uri: str | None = None, show_progress: bool = False) -> dict[str, Any]:
-    """Make this machine ready to answer claims: build the missing or stale indexes, and fit
-    light heads when there are neither fine-tuned models nor sound light heads.
+    """Make this machine ready to answer claims: build the missing or stale indexes, and unpack
+    the shipped models unless the user's own four are there or they are unpacked already.
 
-    Folders resolve as :meth:`perspectrum.Pipeline.load`'s do. Light heads are always fitted
-    over the embedded engines' indexes of PERSPECTRUM's pools (whatever ``backend`` serves),
-    so every backend answers with the same heads.
+    Folders resolve as :meth:`perspectrum.Pipeline.load`'s do.
 
     Returns:
         What was done, as JSON-ready data: ``indexes`` (pool, kind, status: ``reused`` or
-        ``built``, seconds), ``models`` (``fine-tuned``, ``light heads kept`` or ``light heads
-        fitted``, with the reason) and the total ``seconds``.
+        ``built``, seconds), ``models`` (``yours``, ``shipped, kept`` or ``shipped, unpacked``,
+        with the reason) and the total ``seconds``.
     """
     started = time.perf_counter()
     dataset = load_dataset(data_dir, verify=verify)
@@ -62,28 +61,16 @@ def prepare(data_dir: str | Path | None = None, index_dir: str | Path | None = N
         indexes.append({"pool": pool_name, "kind": kind, "documents": len(pool),
                         "status": "reused" if problem is None else "built", "seconds": round(seconds, 1)})
     models = folders.models_dir(models_dir)
-    data_store = IndexStore(store.root)  # the embedded engines' indexes, which light heads are fitted with
     if models_present(models):
-        done = {"models": "fine-tuned", "why": f"the four fine-tuned models in {models} answer"}
+        done = {"models": "yours", "why": f"your four trained models in {models} answer"}
     else:
-        light = models / folders.LIGHT_FOLDER
-        why = unprepared(models)
-        if why is None:  # light heads of this version: still fitted on this encoder, and sound?
-            try:
-                LightScorers.load(light, data_store, evidence)
-            except StaleHeads as exc:
-                why = str(exc)
+        why = current(models)
         if why is None:
-            done = {"models": "light heads kept", "why": f"sound light heads in {light}"}
+            done = {"models": "shipped, kept", "why": f"the shipped models are unpacked in {models}"}
         else:
-            from perspectrum.train.light_heads import train_light, tune_light
-
-            say(f"{why}: fitting light heads on frozen MiniLM embeddings and choosing the pipeline's floor on dev "
-                "(a few minutes, once); `perspectrum train all` trains the accurate models")
-            fitting = time.perf_counter()
-            train_light(dataset, data_store, light, show_progress=show_progress)
-            tune_light(dataset, data_store, models, show_progress=show_progress)
-            done = {"models": "light heads fitted", "why": why,
-                    "seconds": round(time.perf_counter() - fitting, 1)}
+            say(f"{why}: unpacking them (once)")
+            unpacking = time.perf_counter()
+            unpack(models)
+            done = {"models": "shipped, unpacked", "why": why, "seconds": round(time.perf_counter() - unpacking, 1)}
     return {"indexes": indexes, **done, "index_dir": str(store.root), "models_dir": str(models),
             "seconds": round(time.perf_counter() - started, 1)}

@@ -44,7 +44,7 @@ class TaskConfig:
         base: the model fine-tuned from (see :mod:`perspectrum.encoders.base_models`).
         quantize: score in int8; MPNet loses its accuracy to it (dev stance 86 % → 67 %).
         dev_share: share of the dev claims (a seeded sample) scored to tune the thresholds;
-            the fresh machine's fast recipe reads half, to keep its first run short.
+            a recipe may read fewer to keep its training short.
         counterfactual: stance only — pairs under the claims' opposites, labels flipped
             (:func:`~perspectrum.train.examples.counterfactual_examples`), added per gold pair
             (a seeded sample; 1: all of them) before the ``max_examples`` sample.
@@ -72,20 +72,6 @@ CONFIGS: dict[str, TaskConfig] = {
                          quantize=False),
     "equivalence": TaskConfig(TrainParams(epochs=1, max_length=96, length_batches=True), negatives_per_positive=1.0),
 }
-
-#: ``perspectrum train stance --fast``, for a machine without the other models: one epoch over
-#: a seeded 6,125 of the 6,978 gold pairs and a quarter as many counterfactual ones (each under its
-#: claim's opposite, the label flipped), about 4,900 and 1,225, the six lowest layers frozen, thresholds
-#: tuned on half of the dev claims. Dev accuracy 79.4 % in 9.3 min of training on 2 cores (a
-#: loaded machine; variant "fast-70-counterfactual-25" of eval/results/stance_training.json),
-#: against 78.5 % in 6.4 min without the counterfactual pairs ("fast-70"), and 87.8 % in 30 min
-#: for ``train stance`` ("length-batches"). The counterfactual pairs teach polarity: on all of dev
-#: (eval/results/stance_polarity.json) accuracy on the claims that ban, abolish, limit or end
-#: something rose from 70.5 % to 74.9 %, on negated dev claims from 53.8 % to 68.0 %, and overall
-#: from 78.6 % to 79.5 %. Scoring dev took 32 s against 90 s on a fresh machine
-#: (eval/results/fresh_machine.json, fresh_machine_previous.json).
-FAST: dict[str, TaskConfig] = {"stance": replace(CONFIGS["stance"], params=replace(
-    CONFIGS["stance"].params, epochs=1, frozen_layers=6), max_examples=6_125, dev_share=0.5, counterfactual=0.25)}
 
 #: ``--quick``: a slice small enough for tests, same code path.
 QUICK_CLAIMS = 4

@@ -28,7 +28,6 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.eval import offtopic
 from perspectrum.eval.metrics import percent
 from perspectrum.eval.pipeline import score
-from perspectrum.config import LIGHT_FOLDER
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
 from perspectrum.models.evidence_ranker import DEPTH, Debate, Key, WindowJob
 from perspectrum.models.scorers import PIPELINE_FILE, Scorers
@@ -43,11 +42,10 @@ NEIGHBOURS = (0, 5, 10)
 #: on dev a stricter cut mixed fewer clusters and raised strict T5 (``eval/results``).
 RAISES = (0.0, 0.05, 0.1, 0.15, 0.2)
 #: Settings chosen on dev end to end for a system by runs longer than the tune, added to what
-#: it chooses when no other are given (the fresh path's are kept with its light heads,
-#: :data:`perspectrum.train.light_heads.FIRST_RUN_SETTINGS`). For the models of ``train all``: a
+#: it chooses when no other are given. For the models of ``train all``: a
 #: one-sided answer takes the most relevant of its next 10 candidates shown on the other side
 #: (claims answered with both sides 79.1 % → 90.7 %, T1 F1 56.0 → 55.1, T5 found 25.2 → 24.7,
-#: strict 8.1 → 8.1; eval/results/both_sides_trained_dev.json, the rule of the fresh path's); a
+#: strict 8.1 → 8.1; eval/results/both_sides_trained_dev.json); a
 #: paragraph that a cluster leaning the other way rates more than 0.15 above its own is dropped
 #: (top paragraphs of the other side 12.0 % → 10.1 % of the cards, T4 49.2 → 48.7) and one the
 #: ranker gives less than 0.1 is not shown (eval/results/evidence_side_trained_dev.json, the
@@ -296,12 +294,12 @@ def _metrics(scores: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def settings_folder(pipe: Pipeline) -> Path:
-    """Where the pipeline settings of the loaded models are stored."""
+    """Where the pipeline settings of the loaded models are stored: beside the user's four models
+    (the shipped ones carry their own, chosen when they were trained)."""
     if pipe.system == "trained":
         return pipe.models_dir
-    if pipe.system.startswith("light"):  # light heads, some stages perhaps answered by fine-tuned models
-        return pipe.models_dir / LIGHT_FOLDER
-    raise PerspectrumError(f"cannot store pipeline settings for {pipe.system!r} scorers; pass overrides instead")
+    raise PerspectrumError(f"cannot store pipeline settings for {pipe.system!r} models: tune chooses them for "
+                           "your own four trained models (`perspectrum train all`); pass overrides instead")
 
 
 def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_progress: bool = False,

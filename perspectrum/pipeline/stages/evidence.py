@@ -1,4 +1,4 @@
-"""Stage 6: each cluster's evidence paragraphs, chosen by the evidence ranker (or light head).
+"""Stage 6: each cluster's evidence paragraphs, chosen by the evidence ranker.
 
 The ranker reads every cluster of the claim at once (a paragraph usually argues one
 perspective, so how much better it fits this cluster than its siblings is the signal)
