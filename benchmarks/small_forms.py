@@ -38,7 +38,7 @@ CANDIDATES: dict[str, list[tuple[tuple[str, str], ...]]] = {
     "equivalence": [(("", "int8"),), (("word_embeddings", "rank:16"), ("", "int8")),
                     (("word_embeddings", "base"), ("", "int8")), (("word_embeddings", "rank:16"), ("", "rank:64"))],
     "stance": [(("word_embeddings", "rank:16"), ("", "rank:32")), (("word_embeddings", "rank:16"), ("", "rank:64")),
-               (("word_embeddings", "rank:16"), ("", "rank:128"))],
+               (("word_embeddings", "rank:16"), ("", "rank:128")), (("word_embeddings", "rank:16"), ("", "rank:96"))],
 }
 
 
@@ -53,12 +53,15 @@ def main() -> None:
     store = IndexStore(folders.index_dir(None))
     out = args.json
     record = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {
-        "command": "python -m benchmarks.small_forms --models-dir M", "split": "dev", "tolerance": TOLERANCE,
+        "command": "python -m benchmarks.small_forms --models-dir M (forms already in the file are kept)", "split": "dev", "tolerance": TOLERANCE,
         "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})", "tasks": {}}
     for task in args.tasks:
         meta = read_meta(args.models_dir, task)
-        rows = []
+        rows = record["tasks"].get(task, {}).get("forms", [])  # forms measured already are kept, not rerun
+        done = [row["form"] for row in rows]
         for forms in CANDIDATES[task]:
+            if [list(f) for f in forms] in done:
+                continue
             began = time.perf_counter()
             with tempfile.TemporaryDirectory() as tmp:
                 packed = pack_task(args.models_dir, task, Path(tmp) / task, forms, dev=(dataset, store),

@@ -40,7 +40,7 @@ from perspectrum.models.store import read_meta, seal
 #: singular directions) or "base" (no change kept). Chosen on dev (module docstring).
 FORMS: dict[str, tuple[tuple[str, str], ...]] = {
     "relevance": (("word_embeddings", "base"), ("", "int8")),
-    "stance": (("word_embeddings", "rank:16"), ("", "rank:64")),
+    "stance": (("word_embeddings", "rank:16"), ("", "rank:96")),
     "equivalence": (("word_embeddings", "rank:16"), ("", "int8")),
 }
 #: Dev metric points a small form may lose against its full model, on its task's key metric.
