@@ -143,8 +143,9 @@ def shipped_card(meta: Mapping[str, Any]) -> str:
         "",
         f"As its difference from `{meta['base_model']}` ({DELTA_FILE}, {shipped['delta_bytes'] / 1e6:.1f} MB): "
         f"{form}; the change lost to that form: {shipped['change_lost']:.1%} (relative norm). "
-        f"Dev metrics of the full model: {shipped['full_dev']}; of this form, at the same thresholds: "
-        f"{shipped.get('dev')}.",
+        f"Dev metrics of the full model: {shipped['full_dev']}"
+        + (f"; of this form, at the same thresholds: {shipped['dev']}." if shipped.get("dev") else
+           " (each form's, at the same thresholds: `python -m benchmarks.small_forms`)."),
         "",
         LICENCE,
         "",
