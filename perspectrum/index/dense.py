@@ -55,8 +55,8 @@ def tuned(index: Any, params: DenseParams) -> Any:
 def added_vectors(index: Any, new: Pool, kept: Sequence[int], added: Pool, show_progress: bool) -> np.ndarray:
     """What an update of a dense ``index`` (faiss or Milvus) to ``new`` indexes: the kept
     rows' stored vectors, then the added texts' vectors, the only ones encoded."""
-    fresh = index.encoder.encode(list(added.texts), index.params.batch_size, show_progress,
-                                 f"dense {new.name} (added)") if len(added) else np.zeros((0, index.dimension))
+    fresh = index.encoder.encode(list(added.texts), index.params.batch_size, show_progress, f"dense {new.name} (added)",
+                                 index.params.build_precision) if len(added) else np.zeros((0, index.dimension))
     return np.vstack([index.vectors([index.doc_ids[row] for row in kept]), fresh]).astype(np.float32)
 
 
@@ -108,7 +108,8 @@ class DenseIndex:
     @classmethod
     def build(cls, pool: Pool, encoder: Encoder, params: DenseParams = DenseParams(),
               show_progress: bool = False) -> DenseIndex:
-        vectors = encoder.encode(list(pool.texts), params.batch_size, show_progress, f"dense {pool.name}")
+        vectors = encoder.encode(list(pool.texts), params.batch_size, show_progress, f"dense {pool.name}",
+                                 params.build_precision)
         return cls(faiss_structure(vectors, params), pool.ids, encoder, params)
 
     def updated(self, new: Pool, kept: Sequence[int], added: Pool, folder: Path, show_progress: bool) -> DenseIndex:

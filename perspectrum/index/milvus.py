@@ -101,7 +101,8 @@ class MilvusDenseIndex:
     def build(cls, pool: Pool, encoder: Encoder, params: DenseParams, uri: str, folder: Path,
               show_progress: bool = False) -> MilvusDenseIndex:
         """Encode the pool and load it into a new collection of ``folder``'s (see the module)."""
-        vectors = encoder.encode(list(pool.texts), params.batch_size, show_progress, f"dense {pool.name}")
+        vectors = encoder.encode(list(pool.texts), params.batch_size, show_progress, f"dense {pool.name}",
+                                 params.build_precision)
         return cls.from_vectors(pool, vectors, encoder, params, uri, folder, show_progress)
 
     def updated(self, new: Pool, kept: Sequence[int], added: Pool, folder: Path,

@@ -296,6 +296,7 @@ class IndexStore:
             settings: dict[str, Any] = self.bm25.to_dict()
         else:
             settings = {**self.dense.to_dict(), "encoder_id": self.encoder.identity, "dimension": index.dimension,
+                        "precision": self.encoder.precision(self.dense.build_precision),
                         "normalised": True, **self.dense.structure_settings(len(pool))}
         if foreign:
             settings["engine"] = foreign
