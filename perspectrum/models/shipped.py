@@ -29,7 +29,7 @@ from typing import Any
 
 from perspectrum import integrity
 from perspectrum._io import atomic_folder, tidy
-from perspectrum._progress import say
+from perspectrum._progress import progress, say
 from perspectrum.encoders.base_models import base_folder
 from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel, json_object
 from perspectrum.errors import PerspectrumError
@@ -197,8 +197,9 @@ def check_manifest(origin: Path) -> None:
         raise PerspectrumError(f"the shipped models are damaged: {exc}") from None
 
 
-def unpack(models_dir: str | Path) -> Path:
-    """Check the shipped models and write them, whole, into ``models_dir/shipped``; returns that folder."""
+def unpack(models_dir: str | Path, show_progress: bool = False) -> Path:
+    """Check the shipped models and write them, whole, into ``models_dir/shipped``; returns that
+    folder. ``show_progress``: a bar over the models, with the time left."""
     models_dir = Path(models_dir)
     origin = source()
     check_manifest(origin)
@@ -207,9 +208,12 @@ def unpack(models_dir: str | Path) -> Path:
     tidy(target)
 
     def write(tmp: Path) -> None:
-        for task in CROSS_ENCODED:
-            say(f"unpacking the shipped {task} model")
-            _unpack_task(task, origin / task, tmp / task, models_dir)
+        with progress("unpacking the shipped models", len(CROSS_ENCODED), enabled=show_progress) as advance:
+            for task in CROSS_ENCODED:
+                if not show_progress:
+                    say(f"unpacking the shipped {task} model")
+                _unpack_task(task, origin / task, tmp / task, models_dir)
+                advance(1)
         _sealed_files(origin / "evidence", "evidence")
         shutil.copytree(origin / "evidence", tmp / "evidence")
         shutil.copy2(origin / PIPELINE_FILE, tmp / PIPELINE_FILE)

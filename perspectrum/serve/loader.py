@@ -70,7 +70,7 @@ class Loader:
             if problem is None:
                 raise
             raise PerspectrumError(f"{problem}; build it with `perspectrum index build --pool {pool} --kind {kind}` "
-                                   "(`perspectrum setup` builds every index /search uses)") from None
+                                   "(`perspectrum setup --full` builds every index /search uses)") from None
 
     def search(self, query: str, pool: str, method: str, k: int) -> list[dict[str, Any]]:
         """The ``k`` best hits for ``query`` in ``pool`` by ``method``, as ``/search`` answers them."""

@@ -19,30 +19,38 @@ from typing import Any
 from perspectrum import config as folders
 from perspectrum._progress import say
 from perspectrum.data import Pool, load_dataset
+from perspectrum.index.sentence_vectors import SentenceVectors
 from perspectrum.index.store import DEFAULT_BACKEND, IndexStore
 from perspectrum.models.scorers import models_present
 from perspectrum.models.shipped import current, unpack
 
-#: The indexes a discovery reads (the perspective pool for retrieval, the evidence pool and
-#: its sentences for the evidence ranker, whose featurizer reads sentences densely only),
-#: and the sentences' BM25, so that `perspectrum serve`'s /search answers every pool and
-#: method it offers (3.6 s and 6.6 MB for PERSPECTRUM's 52,173 sentences).
+#: The indexes an answer needs: the perspective pool's for retrieval, the evidence pool's for the
+#: evidence ranker; and the evidence sentences' BM25, so that `perspectrum serve`'s /search
+#: answers that pool by BM25 (3.6 s and 6.6 MB for PERSPECTRUM's 52,173 sentences). The
+#: sentences' vectors are encoded as claims read them
+#: (:class:`~perspectrum.index.sentence_vectors.SentenceVectors`), or all at once by ``full``.
 NEEDED = (("perspectives", "bm25"), ("perspectives", "dense"), ("evidence", "bm25"), ("evidence", "dense"),
-          ("sentences", "dense"), ("sentences", "bm25"))
+          ("sentences", "bm25"))
+#: What ``full`` adds: every evidence sentence's vector, and their dense index for /search
+#: (made from those vectors, encoding nothing again).
+FULL = (("sentences", "dense"),)
 
 
 def prepare(data_dir: str | Path | None = None, index_dir: str | Path | None = None,
             models_dir: str | Path | None = None, verify: bool = True, backend: str = DEFAULT_BACKEND,
-            milvus_uri: str | None = None, show_progress: bool = False) -> dict[str, Any]:
+            milvus_uri: str | None = None, show_progress: bool = False, full: bool = False) -> dict[str, Any]:
     """Make this machine ready to answer claims: build the missing or stale indexes, and unpack
     the shipped models unless the user's own four are there or they are unpacked already.
 
-    Folders resolve as :meth:`perspectrum.Pipeline.load`'s do.
+    Folders resolve as :meth:`perspectrum.Pipeline.load`'s do. ``full`` also encodes every
+    evidence sentence not encoded yet (minutes, once; an answer otherwise encodes those it
+    reads, a second or so for a new claim) and builds their dense index.
 
     Returns:
         What was done, as JSON-ready data: ``indexes`` (pool, kind, status: ``reused`` or
-        ``built``, seconds), ``models`` (``yours``, ``shipped, kept`` or ``shipped, unpacked``,
-        with the reason) and the total ``seconds``.
+        ``built``, seconds), ``sentence_vectors`` with ``full`` (sentences encoded, seconds),
+        ``models`` (``yours``, ``shipped, kept`` or ``shipped, unpacked``, with the reason)
+        and the total ``seconds``.
     """
     started = time.perf_counter()
     dataset = load_dataset(data_dir, verify=verify)
@@ -51,11 +59,14 @@ def prepare(data_dir: str | Path | None = None, index_dir: str | Path | None = N
     pools = {"perspectives": lambda: Pool.from_dataset(dataset, "perspectives"), "evidence": lambda: evidence,
              "sentences": lambda: store.sentences(evidence)}
     indexes = []
-    for pool_name, kind in NEEDED:
+    extra: dict[str, Any] = {}
+    for pool_name, kind in NEEDED + (FULL if full else ()):
         pool = pools[pool_name]()
         problem = store.check(pool, kind)
         seconds = 0.0
-        if problem is not None:
+        if problem is not None and (pool_name, kind) in FULL:
+            extra["sentence_vectors"], seconds = _sentences_dense(store, evidence, pool, show_progress)
+        elif problem is not None:
             say(f"{problem}: building it")
             seconds = store.build(pool, kind, show_progress=show_progress)[1]
         indexes.append({"pool": pool_name, "kind": kind, "documents": len(pool),
@@ -70,7 +81,21 @@ def prepare(data_dir: str | Path | None = None, index_dir: str | Path | None = N
         else:
             say(f"{why}: unpacking them (once)")
             unpacking = time.perf_counter()
-            unpack(models)
+            unpack(models, show_progress=show_progress)
             done = {"models": "shipped, unpacked", "why": why, "seconds": round(time.perf_counter() - unpacking, 1)}
-    return {"indexes": indexes, **done, "index_dir": str(store.root), "models_dir": str(models),
+    return {"indexes": indexes, **extra, **done, "index_dir": str(store.root), "models_dir": str(models),
             "seconds": round(time.perf_counter() - started, 1)}
+
+
+def _sentences_dense(store: IndexStore, evidence: Pool, sentences: Pool, show_progress: bool) -> tuple[dict[str, Any], float]:
+    """Encode every evidence sentence not kept yet, then build the sentences' dense index from
+    the kept vectors (handed to the encoder, so the build encodes nothing again)."""
+    started = time.perf_counter()
+    kept = SentenceVectors(store, evidence)
+    encoded = kept.fill(show_progress=show_progress)
+    vectors = kept.all_vectors()
+    if vectors is not None:
+        store.encoder.remember(list(sentences.texts), vectors)
+    store.build(sentences, "dense", show_progress=show_progress)
+    seconds = time.perf_counter() - started
+    return {"encoded": encoded, "seconds": round(seconds, 1)}, seconds
