@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.bench_batch import cpu_model
 from perspectrum._io import write_json
 from perspectrum._progress import progress
 from perspectrum.data import load_dataset
@@ -73,7 +74,7 @@ def main() -> None:
     claims = [c.text for c in load_dataset().split(args.split)]
     result: dict[str, object] = {"command": " ".join(["python -m benchmarks.bench_discover", *sys.argv[1:]]),
                                  "split": args.split, "claims": len(claims),
-                                 "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})"}
+                                 "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()}, {cpu_model()})"}
     result["cold_start"] = cold_start(claims[0], args.cold_runs)
     print("cold start:", result["cold_start"], flush=True)
 

@@ -8,7 +8,8 @@ warm), no indexes, no unpacked models, an empty cache of traced model copies. St
 to the answer and to the script's end, the peak memory (the largest process), each step's
 seconds as the script reports them,
 the index build times ``perspectrum setup`` printed, and the answer's first lines. Needs
-``$PERSPECTRUM_DATA`` (or ``../shared/data/perspectrum-v1.0``) and git.
+``$PERSPECTRUM_DATA`` (or ``../shared/data/perspectrum-v1.0``) and git. ``--cold-install`` also
+times the install step alone with pip's cache off (every package fetched from the index).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_batch import cpu_model
 from perspectrum._io import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +42,8 @@ def main() -> None:
     parser.add_argument("--claim", default=CLAIM)
     parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "first_answer.json")
     parser.add_argument("--keep", action="store_true", help="keep the clone (its path is printed)")
+    parser.add_argument("--cold-install", action="store_true",
+                        help="also time the install step alone in a second clone with pip's cache off")
     args = parser.parse_args()
     data = Path(os.environ.get("PERSPECTRUM_DATA", ROOT.parent / "shared" / "data" / "perspectrum-v1.0")).resolve()
     work = Path(tempfile.mkdtemp(prefix="first-answer-"))
@@ -53,22 +57,30 @@ def main() -> None:
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     cloned = time.perf_counter() - started
     run = subprocess.run(["/usr/bin/time", "-v", "bash", "scripts/quickstart.sh", args.claim], cwd=clone, env=env,
-                         capture_output=True, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # one stream, in order
     wall = time.perf_counter() - started
+    out = run.stdout
     if run.returncode != 0:
-        raise SystemExit(f"the quickstart failed ({run.returncode}):\n{run.stderr[-3000:]}")
-    steps = {m.group(1): int(m.group(2)) for m in re.finditer(r"^==> (.+): done in (\d+) s$", run.stderr, re.M)}
-    answered = re.search(r"^==> answered in (\d+) s", run.stderr, re.M)
+        raise SystemExit(f"the quickstart failed ({run.returncode}):\n{out[-3000:]}")
+    steps = {m.group(1): int(m.group(2)) for m in re.finditer(r"^==> (.+): done in (\d+) s$", out, re.M)}
+    answered = re.search(r"^==> answered in (\d+) s", out, re.M)
     if answered is None:
         raise SystemExit("the quickstart did not say when it answered")
-    indexes = {f"{m.group(1)}/{m.group(2)}": float(m.group(3)) for m in
-               re.finditer(r"^│\s*(\w+)\s*│\s*(\w+)\s*│\s*[\d,]+\s*│\s*built\s*│\s*([\d.]+)\s*│", run.stdout, re.M)}
-    peak_kb = int(_time_v(run.stderr, "Maximum resident set size (kbytes)") or 0)
+
+    def between(start: str, end: str) -> str:
+        return out[out.index(start):out.index(end)] if start in out and end in out else ""
+
+    def built(text: str) -> dict[str, float]:
+        return {f"{m.group(1)}/{m.group(2)}": float(m.group(3)) for m in
+                re.finditer(r"^│\s*(\w+)\s*│\s*(\w+)\s*│\s*[\d,]+\s*│\s*built\s*│\s*([\d.]+)\s*│", text, re.M)}
+
+    answer = between("==> discovering the perspectives (", "==> discovering the perspectives: done")
+    peak_kb = int(_time_v(out, "Maximum resident set size (kbytes)") or 0)
     record: dict[str, Any] = {
         "command": "python -m benchmarks.first_answer",
         "commit": commit,
         "claim": args.claim,
-        "machine": f"{os.cpu_count()} CPU cores ({platform.machine()}); pip cache warm",
+        "machine": f"{os.cpu_count()} CPU cores ({platform.machine()}, {cpu_model()}); pip cache warm",
         "answer_seconds": round(cloned + int(answered.group(1)), 1),
         "answer_seconds_means": "from the start of `git clone` to the answer printed",
         "wall_seconds": round(wall, 1),
@@ -76,9 +88,17 @@ def main() -> None:
         "clone_seconds": round(cloned, 1),
         "peak_rss_gb": round(peak_kb / 1024 ** 2, 2),
         "steps_seconds": steps,
-        "index_build_seconds": indexes,
-        "answer": [line for line in run.stdout.splitlines() if line.strip()][-12:],
+        "index_build_seconds": built(between("==> preparing this machine", "==> discovering the perspectives (")),
+        "after_the_answer_seconds": built(between("==> finishing", "\tCommand being timed")),
+        "answer": [line.rstrip() for line in answer.splitlines()[1:] if line.strip()][:40],
     }
+    if args.cold_install:
+        second = work / "cold"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(second)], check=True)
+        begun = time.perf_counter()
+        subprocess.run(["bash", "scripts/setup.sh"], cwd=second, env={**env, "EXTRAS": "", "PIP_NO_CACHE_DIR": "1"},
+                       check=True, capture_output=True)
+        record["install_seconds_pip_cache_off"] = round(time.perf_counter() - begun, 1)
     write_json(args.json, record)
     print(f"answered {record['answer_seconds']:.0f} s after git clone, finished in {wall:.0f} s "
           f"(peak {record['peak_rss_gb']} GB): {steps}")
