@@ -82,6 +82,10 @@ class Precomputed:
     def encode(self, texts: Sequence[str], batch_size: int = 64, *args: Any, **kwargs: Any) -> np.ndarray:
         return np.array([self._vectors[t] for t in texts], dtype=np.float32)
 
+    def precision(self, requested: str = "float32") -> str:
+        """What an index records of how its vectors were computed: once, in float32 (:meth:`encoded`)."""
+        return "float32"
+
 
 def milvus_parity(dataset: Dataset, root: Path, encoder: Any, milvus_uri: str | None = None) -> dict[str, Any]:
     """Exact search in Milvus against faiss over the perspective pool, the claims as queries."""
