@@ -117,3 +117,29 @@ def test_a_framing_statement_never_heads_a_card_and_alone_is_shown_as_unclear():
     assert headed((framing,), q=0.05, unclear=0.1) == ((framing,), "unclear")  # a confident call, still no side
     assert headed((argues,), q=0.55, unclear=0.1)[1] == "unclear"  # the usual band still applies
     assert headed((argues,), q=0.9, unclear=0.1)[1] == "support"
+
+
+def test_evidence_windows_argue_their_clusters_side_and_join_the_stance_pairs_when_asked(dataset):
+    """`evidence_examples`: each gold cluster's evidence, window by window, against the claim,
+    with the cluster's target; `TaskConfig(evidence=s)` adds a seeded sample of s per gold pair."""
+    from dataclasses import replace
+
+    from perspectrum.train.examples import evidence_examples, stance_target
+    from perspectrum.train.tasks import CONFIGS, build_examples
+
+    claims = dataset.split("train")
+    windows = evidence_examples(dataset, claims)
+    side = {}
+    for claim in claims:
+        for cluster in claim.clusters:
+            for eid in cluster.evidence:
+                side.setdefault((claim.text, dataset.evidence[eid].text), set()).add(stance_target(cluster))
+    assert len(windows) >= len(side) > 0  # every paragraph gives a window at least
+    for (claim, window), target in zip(windows.pairs, windows.targets):
+        homes = [targets for (text, paragraph), targets in side.items() if text == claim and
+                 all(part in paragraph for part in window.split(". ")[:1])]
+        assert homes and any(target in targets for targets in homes)
+    plain = stance_examples(dataset, claims)
+    mixed, how = build_examples("stance", dataset, claims, None, replace(CONFIGS["stance"], evidence=0.5), seed=13)
+    assert len(mixed) == len(plain) + min(len(windows), round(0.5 * len(plain)))
+    assert mixed.pairs[:len(plain)] == plain.pairs and "windows of the clusters' evidence" in how

@@ -15,7 +15,9 @@ from itertools import combinations
 from perspectrum.data import Claim, Cluster, Dataset
 from perspectrum.encoders.cross_encoder import Pair
 from perspectrum.models.inputs import claim_perspective_input, equivalence_input
+from perspectrum.models.rules import EVIDENCE_STRIDE
 from perspectrum.text.polarity import negate
+from perspectrum.text.sentences import windows
 
 
 @dataclass
@@ -111,6 +113,23 @@ def counterfactual_examples(dataset: Dataset, claims: Sequence[Claim], soft: boo
             target = 1.0 - stance_target(cluster, soft)
             for pid in cluster.pids:
                 out.add(claim_perspective_input(opposite, dataset.perspectives[pid].text), target)
+    return out
+
+
+def evidence_examples(dataset: Dataset, claims: Sequence[Claim], soft: bool = True) -> Examples:
+    """Every 3-sentence window of each gold cluster's evidence paragraphs (every
+    :data:`~perspectrum.models.rules.EVIDENCE_STRIDE` sentences, as ``discover`` reads them)
+    against the claim, with the cluster's :func:`stance_target`: the paragraph backs the
+    cluster, so the window argues its side, or at least does not argue the other. Text like
+    what ``mine`` and ``map`` read, which the perspectives alone do not teach.
+    """
+    out = Examples()
+    for claim in claims:
+        for cluster in claim.clusters:
+            target = stance_target(cluster, soft)
+            for eid in cluster.evidence:
+                for window in windows(dataset.evidence[eid].text, stride=EVIDENCE_STRIDE):
+                    out.add(claim_perspective_input(claim.text, window), target)
     return out
 
 

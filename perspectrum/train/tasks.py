@@ -21,8 +21,8 @@ from perspectrum.train.fine_tune import TrainParams, fine_tune
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval import trained
 from perspectrum.eval.metrics import percent
-from perspectrum.train.examples import (counterfactual_examples, equivalence_examples, Examples, relevance_examples,
-                                        stance_examples)
+from perspectrum.train.examples import (counterfactual_examples, equivalence_examples, evidence_examples, Examples,
+                                        relevance_examples, stance_examples)
 from perspectrum.index.store import IndexStore
 from perspectrum.models.store import load_task, read_meta, save_ranker, save_task, update_meta
 from perspectrum.models.evidence_ranker import EvidenceRanker, Featurizer
@@ -48,6 +48,9 @@ class TaskConfig:
         counterfactual: stance only — pairs under the claims' opposites, labels flipped
             (:func:`~perspectrum.train.examples.counterfactual_examples`), added per gold pair
             (a seeded sample; 1: all of them) before the ``max_examples`` sample.
+        evidence: stance only — windows of the gold clusters' evidence paragraphs with the
+            cluster's target (:func:`~perspectrum.train.examples.evidence_examples`), this many
+            per gold pair (a seeded sample), before the ``max_examples`` sample.
     """
 
     params: TrainParams
@@ -59,6 +62,7 @@ class TaskConfig:
     quantize: bool = True
     dev_share: float = 1.0
     counterfactual: float = 0.0
+    evidence: float = 0.0
 
 
 #: Batches of similar length (``length_batches``) cut padding: on dev, relevance trained in 382 s
@@ -111,6 +115,11 @@ def build_examples(task: str, dataset: Dataset, claims: list[Claim], store: Inde
             opposite = opposite.sample(round(config.counterfactual * len(examples)), seed + 1)
             examples = Examples(examples.pairs + opposite.pairs, examples.targets + opposite.targets)
             how += f"; {len(opposite):,} more under the claims' negations, targets flipped"
+        if config.evidence:
+            backing = evidence_examples(dataset, claims, soft=config.soft_labels)
+            backing = backing.sample(round(config.evidence * len(examples)), seed + 2)
+            examples = Examples(examples.pairs + backing.pairs, examples.targets + backing.targets)
+            how += f"; {len(backing):,} windows of the clusters' evidence, the cluster's target"
     elif task == "equivalence":
         examples = equivalence_examples(dataset, claims, ratio, seed)
         how = f"pairs within a gold cluster positive; {ratio:g} cross-cluster pairs per positive"
@@ -203,7 +212,7 @@ def train_task(
         "seeds": [seed + i for i in range(config.members)],
         "config": {"negatives_per_positive": config.negatives_per_positive,
                    "max_examples": config.max_examples, "soft_labels": config.soft_labels,
-                   "counterfactual": config.counterfactual},
+                   "counterfactual": config.counterfactual, "evidence": config.evidence},
         "examples": {"examples": len(examples), "positives": examples.positives, "how": how,
                      "build_seconds": round(build_seconds, 1)},
         "runs": runs,
