@@ -100,3 +100,23 @@ def test_a_changed_paragraph_is_a_new_entry_and_the_others_are_kept(store, encod
     assert vectors.missing() == 1
     vectors.of([1, 2, "own-3"])
     assert calls == [["Wind turbines are quiet."]]
+
+
+def test_the_sentences_dense_index_is_built_from_the_kept_vectors(tmp_path, encoder, monkeypatch) -> None:
+    """`setup --full` and `index build --pool sentences --kind dense`: encode what is not kept
+    (and keep it), then index the kept vectors without encoding them again."""
+    from perspectrum.encoders.bi_encoder import Encoder
+    from perspectrum.index.sentence_vectors import build_sentence_index
+
+    mine = Encoder(encoder.path)  # it will remember the pool's vectors: not the session's encoder
+    store = IndexStore(tmp_path / "indexes", encoder=mine)
+    SentenceVectors(store, PARAGRAPHS).of([1])
+    calls = []
+    real = mine._encode
+    monkeypatch.setattr(mine, "_encode", lambda texts, *a: calls.append(len(texts)) or real(texts, *a))
+    encoded, _ = build_sentence_index(store, PARAGRAPHS)
+    pool = store.sentences(PARAGRAPHS)
+    assert encoded == 3 and calls == [3]  # paragraphs 2 and own-3, once
+    assert store.check(pool, "dense") is None and SentenceVectors(store, PARAGRAPHS).missing() == 0
+    index = store.open(pool, "dense")
+    assert np.array_equal(index.vectors(list(pool.ids)), SentenceVectors(store, PARAGRAPHS).all_vectors())

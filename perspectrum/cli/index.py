@@ -48,6 +48,7 @@ def index_build(data_dir: Path | None = None, index_dir: Path | None = None, poo
     """Build the ``pool``'s ``kind`` indexes (``"all"``: every one) that are missing or stale,
     or every one with ``force``, and print a table of what was built and reused."""
     from perspectrum.data import POOL_NAMES, load_dataset
+    from perspectrum.index.sentence_vectors import build_sentence_index
     from perspectrum.index.store import KINDS
     from perspectrum.pipeline.pipeline import own_store
 
@@ -56,10 +57,12 @@ def index_build(data_dir: Path | None = None, index_dir: Path | None = None, poo
     if own is None:
         dataset = load_dataset(data_dir, verify=verify)
         pools = {name: (lambda name=name: _pool(dataset, store, name)) for name in POOL_NAMES}
+        paragraphs = lambda: _pool(dataset, store, "evidence")  # noqa: E731
     else:
         store = own_store(store, *own, (perspectives, evidence))
         pools = {"perspectives": lambda: own[0], "evidence": lambda: own[1],
                  "sentences": lambda: store.sentences(own[1])}
+        paragraphs = lambda: own[1]  # noqa: E731
     table = Table(title=literal(f"indexes in {store.root} ({store.backend} backend)", "table.title"))
     for column in ("pool", "kind", "documents", "status", "seconds"):
         table.add_column(column)
@@ -72,6 +75,10 @@ def index_build(data_dir: Path | None = None, index_dir: Path | None = None, poo
                 continue
             if problem:
                 _say(f"{problem}: building it")
-            _, seconds = store.build(docs, kind_name, show_progress=True)
+            if pool_name == "sentences" and kind_name == "dense":
+                # from the sentence vectors answers keep (encoding only those not kept yet), and kept
+                _, seconds = build_sentence_index(store, paragraphs(), show_progress=True)
+            else:
+                _, seconds = store.build(docs, kind_name, show_progress=True)
             table.add_row(pool_name, kind_name, f"{len(docs):,}", "built", f"{seconds:.1f}")
     console.print(table)

@@ -19,7 +19,7 @@ from typing import Any
 from perspectrum import config as folders
 from perspectrum._progress import say
 from perspectrum.data import Pool, load_dataset
-from perspectrum.index.sentence_vectors import SentenceVectors
+from perspectrum.index.sentence_vectors import build_sentence_index
 from perspectrum.index.store import DEFAULT_BACKEND, IndexStore
 from perspectrum.models.scorers import models_present
 from perspectrum.models.shipped import current, unpack
@@ -65,7 +65,8 @@ def prepare(data_dir: str | Path | None = None, index_dir: str | Path | None = N
         problem = store.check(pool, kind)
         seconds = 0.0
         if problem is not None and (pool_name, kind) in FULL:
-            extra["sentence_vectors"], seconds = _sentences_dense(store, evidence, pool, show_progress)
+            encoded, seconds = build_sentence_index(store, evidence, show_progress)
+            extra["sentence_vectors"] = {"encoded": encoded, "seconds": round(seconds, 1)}
         elif problem is not None:
             say(f"{problem}: building it")
             seconds = store.build(pool, kind, show_progress=show_progress)[1]
@@ -86,16 +87,3 @@ def prepare(data_dir: str | Path | None = None, index_dir: str | Path | None = N
     return {"indexes": indexes, **extra, **done, "index_dir": str(store.root), "models_dir": str(models),
             "seconds": round(time.perf_counter() - started, 1)}
 
-
-def _sentences_dense(store: IndexStore, evidence: Pool, sentences: Pool, show_progress: bool) -> tuple[dict[str, Any], float]:
-    """Encode every evidence sentence not kept yet, then build the sentences' dense index from
-    the kept vectors (handed to the encoder, so the build encodes nothing again)."""
-    started = time.perf_counter()
-    kept = SentenceVectors(store, evidence)
-    encoded = kept.fill(show_progress=show_progress)
-    vectors = kept.all_vectors()
-    if vectors is not None:
-        store.encoder.remember(list(sentences.texts), vectors)
-    store.build(sentences, "dense", show_progress=show_progress)
-    seconds = time.perf_counter() - started
-    return {"encoded": encoded, "seconds": round(seconds, 1)}, seconds
