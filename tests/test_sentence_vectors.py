@@ -120,3 +120,26 @@ def test_the_sentences_dense_index_is_built_from_the_kept_vectors(tmp_path, enco
     assert store.check(pool, "dense") is None and SentenceVectors(store, PARAGRAPHS).missing() == 0
     index = store.open(pool, "dense")
     assert np.array_equal(index.vectors(list(pool.ids)), SentenceVectors(store, PARAGRAPHS).all_vectors())
+
+
+def test_an_interrupted_fill_keeps_what_it_wrote_and_the_next_finishes_it(store, encoder, monkeypatch) -> None:
+    """What the quickstart promises of `setup --full`: interrupted, it keeps what is done."""
+    monkeypatch.setattr(kept_module, "FILL_CHUNK", 2)
+    real = encoder.encode
+    calls = []
+
+    def interrupted(texts, *args, **kwargs):
+        calls.append(len(texts))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(encoder, "encode", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        SentenceVectors(store, PARAGRAPHS).fill()
+    monkeypatch.setattr(encoder, "encode", real)
+    resumed = SentenceVectors(store, PARAGRAPHS)
+    assert resumed.missing() == 2  # the first part (paragraph 1) was kept
+    assert resumed.fill() == 3 and resumed.missing() == 0
+    pool = store.sentences(PARAGRAPHS)
+    assert same(resumed.all_vectors(), real(list(pool.texts), precision=store.dense.build_precision))
