@@ -90,7 +90,8 @@ def main() -> None:
         "steps_seconds": steps,
         "index_build_seconds": built(between("==> preparing this machine", "==> discovering the perspectives (")),
         "after_the_answer_seconds": built(between("==> finishing", "\tCommand being timed")),
-        "answer": [line.rstrip() for line in answer.splitlines()[1:] if line.strip()][:40],
+        "answer": [line.rstrip().replace(str(work), "<fresh folder>") for line in answer.splitlines()[1:]
+                   if line.strip()][:40],
     }
     if args.cold_install:
         second = work / "cold"
