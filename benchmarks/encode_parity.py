@@ -81,7 +81,8 @@ def _bfloat16(root: Path, dataset: Any, claims: list[Any], queries: np.ndarray) 
         meta = json.loads((root / name / "dense" / "meta.json").read_text(encoding="utf-8"))
         if meta["settings"].get("precision", "float32") != "float32":
             raise SystemExit(f"the {name} index was not built in float32; build it with build_precision='float32'")
-        pool = dict(zip(Pool.from_dataset(dataset, name).ids, Pool.from_dataset(dataset, name).texts))
+        documents = Pool.from_dataset(dataset, name)
+        pool = dict(zip(documents.ids, documents.texts))
         texts = [pool[i] for i in ids]
         timed = {}
         for precision in ("float32", "bfloat16"):

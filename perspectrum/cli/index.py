@@ -57,12 +57,10 @@ def index_build(data_dir: Path | None = None, index_dir: Path | None = None, poo
     if own is None:
         dataset = load_dataset(data_dir, verify=verify)
         pools = {name: (lambda name=name: _pool(dataset, store, name)) for name in POOL_NAMES}
-        paragraphs = lambda: _pool(dataset, store, "evidence")  # noqa: E731
     else:
         store = own_store(store, *own, (perspectives, evidence))
         pools = {"perspectives": lambda: own[0], "evidence": lambda: own[1],
                  "sentences": lambda: store.sentences(own[1])}
-        paragraphs = lambda: own[1]  # noqa: E731
     table = Table(title=literal(f"indexes in {store.root} ({store.backend} backend)", "table.title"))
     for column in ("pool", "kind", "documents", "status", "seconds"):
         table.add_column(column)
@@ -77,7 +75,7 @@ def index_build(data_dir: Path | None = None, index_dir: Path | None = None, poo
                 _say(f"{problem}: building it")
             if pool_name == "sentences" and kind_name == "dense":
                 # from the sentence vectors answers keep (encoding only those not kept yet), and kept
-                _, seconds = build_sentence_index(store, paragraphs(), show_progress=True)
+                _, seconds = build_sentence_index(store, pools["evidence"](), show_progress=True)
             else:
                 _, seconds = store.build(docs, kind_name, show_progress=True)
             table.add_row(pool_name, kind_name, f"{len(docs):,}", "built", f"{seconds:.1f}")

@@ -265,7 +265,8 @@ class Encoder:
         remembers its perspective pool this way, since the evidence features and expansion
         embed pool sentences the index already holds. The model's vector for
         a text differs from the stored one only by the float noise of being batched with other
-        texts, or of bfloat16 where the pool was encoded in it (a cosine of 0.9999). Safe from several threads: the table is replaced whole, never changed in place.
+        texts, or of bfloat16 where the pool was encoded in it (a cosine of 0.9999). Safe from
+        several threads: the table is replaced whole, never changed in place.
         """
         if len(texts) != len(vectors):
             raise ValueError(f"{len(texts)} texts but {len(vectors)} vectors")

@@ -63,9 +63,10 @@ class SentenceVectors:
         self.encoder = store.encoder
         self.batch_size = store.dense.batch_size
         self.requested = store.dense.build_precision
-        pool = store.sentences(evidence)
+        #: The store's ``sentences`` pool of ``evidence``: paragraph by paragraph, in order.
+        self.pool = store.sentences(evidence)
         split: dict[str, list[str]] = {}
-        for doc_id, sentence in zip(pool.ids, pool.texts):  # paragraph by paragraph, in order
+        for doc_id, sentence in zip(self.pool.ids, self.pool.texts):
             split.setdefault(str(paragraph_of(doc_id)), []).append(sentence)
         #: Each paragraph's sentences, by its id as text (own pools may use strings).
         self.split = {doc_id: tuple(parts) for doc_id, parts in split.items()}
@@ -214,9 +215,8 @@ def build_sentence_index(store: IndexStore, evidence: Pool, show_progress: bool 
     started = time.perf_counter()
     kept = SentenceVectors(store, evidence)
     encoded = kept.fill(show_progress=show_progress)
-    pool = store.sentences(evidence)
     vectors = kept.all_vectors()
     if vectors is not None:
-        store.encoder.remember(list(pool.texts), vectors)
-    store.build(pool, "dense", show_progress=show_progress)
+        store.encoder.remember(list(kept.pool.texts), vectors)
+    store.build(kept.pool, "dense", show_progress=show_progress)
     return encoded, time.perf_counter() - started

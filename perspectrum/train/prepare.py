@@ -86,4 +86,3 @@ def prepare(data_dir: str | Path | None = None, index_dir: str | Path | None = N
             done = {"models": "shipped, unpacked", "why": why, "seconds": round(time.perf_counter() - unpacking, 1)}
     return {"indexes": indexes, **extra, **done, "index_dir": str(store.root), "models_dir": str(models),
             "seconds": round(time.perf_counter() - started, 1)}
-
