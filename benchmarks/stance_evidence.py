@@ -7,7 +7,7 @@ before the shipped model's 40 minutes are spent on it) once per ``--evidence`` s
 the gold perspective pairs alone; 0.5 adds half as many windows of the train clusters'
 evidence paragraphs, each with its cluster's target
 (:func:`perspectrum.train.examples.evidence_examples`). Each model's thresholds are tuned on
-dev as ``train`` tunes them; then :func:`benchmarks.stance_off_pool.off_pool` scores dev's
+dev as ``train`` tunes them; then :func:`benchmarks.stance_checks.evidence_checks` and the polarity check score dev's
 gold perspective pairs and the sentences and windows of each dev cluster's first evidence
 paragraph. Writes ``eval/results/stance_evidence_dev.json``. Dev only.
 """
@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_batch import cpu_model
-from benchmarks.stance_off_pool import off_pool
+from benchmarks.stance_checks import evidence_checks
 from perspectrum import config as folders
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.encoders.base_models import MINILM
 from perspectrum.index.store import IndexStore
+from perspectrum.eval.trained import polarity_check
 from perspectrum.models.store import load_task
 from perspectrum.train.tasks import CONFIGS, train_task
 
@@ -57,7 +58,9 @@ def main() -> None:
             started = time.perf_counter()
             meta = train_task("stance", dataset, store, models, config=config, show_progress=True)
             seconds = time.perf_counter() - started
-            row = off_pool(load_task(models, "stance"), dataset, dataset.split("dev"), meta["thresholds"])
+            members, claims = load_task(models, "stance"), dataset.split("dev")
+            row = evidence_checks(members, dataset, claims, meta["thresholds"])
+            row["perspectives"] = polarity_check(members, dataset, claims, meta["thresholds"])["overall"]
         record["runs"][f"evidence {share:g}"] = {
             "examples": meta["examples"], "params": meta["params"], "thresholds": meta["thresholds"],
             "dev_tuned": meta["dev"], "train_seconds": round(seconds, 1), **row}

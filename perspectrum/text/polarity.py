@@ -39,7 +39,7 @@ _COPULA = re.compile(r"\b(is|are|was|were|does|do)( not|n't)?\b", re.IGNORECASE)
 _MORE_THAN = re.compile(r"\bmore (harm|good) than (harm|good)\b", re.IGNORECASE)
 _WE = re.compile(r"^(we|i|you|governments?|the government|the state|society|people)\s+"
                  r"(believe in|support|oppose|need|want|favou?r)\b", re.IGNORECASE)
-_IMPERATIVE = {"abolish", "allow", "ban", "pay", "make", "introduce", "legalise", "legalize", "scrap", "end", "give",
+IMPERATIVE = {"abolish", "allow", "ban", "pay", "make", "introduce", "legalise", "legalize", "scrap", "end", "give",
                "stop", "limit", "keep", "raise", "lower", "require", "replace", "tax", "cap", "use", "adopt",
                "permit", "prohibit", "restrict", "build", "fund", "cut", "increase", "reduce", "support", "bring",
                "let", "remove", "privatise", "privatize", "nationalise", "nationalize", "outlaw", "reintroduce"}
@@ -105,7 +105,7 @@ def negate(claim: str) -> str | None:
     if we:
         return text[:we.end(1)] + " do not " + text[we.start(2):]
     first = text.split()[0]
-    if first.lower() in _IMPERATIVE:
+    if first.lower() in IMPERATIVE:
         return "We should not " + first.lower() + text[len(first):]
     copula = _COPULA.search(text)
     if copula:

@@ -16,6 +16,7 @@ from perspectrum.data import Claim, Cluster, Dataset
 from perspectrum.encoders.cross_encoder import Pair
 from perspectrum.models.inputs import claim_perspective_input, equivalence_input
 from perspectrum.models.rules import EVIDENCE_STRIDE
+from perspectrum.text.claim_forms import rephrase
 from perspectrum.text.polarity import negate
 from perspectrum.text.sentences import windows
 
@@ -113,6 +114,21 @@ def counterfactual_examples(dataset: Dataset, claims: Sequence[Claim], soft: boo
             target = 1.0 - stance_target(cluster, soft)
             for pid in cluster.pids:
                 out.add(claim_perspective_input(opposite, dataset.perspectives[pid].text), target)
+    return out
+
+
+def forms_examples(dataset: Dataset, claims: Sequence[Claim], soft: bool = True) -> Examples:
+    """Every gold pair again under each rewrite of its claim (a question, a debate motion:
+    :func:`~perspectrum.text.claim_forms.rephrase`), its target unchanged: the same proposal,
+    stated as debate text states it, has the same supporters.
+    """
+    out = Examples()
+    for claim in claims:
+        for rewrite in rephrase(claim.text).values():
+            for cluster in claim.clusters:
+                target = stance_target(cluster, soft)
+                for pid in cluster.pids:
+                    out.add(claim_perspective_input(rewrite, dataset.perspectives[pid].text), target)
     return out
 
 

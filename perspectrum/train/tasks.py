@@ -22,7 +22,7 @@ from perspectrum.data import Claim, Dataset
 from perspectrum.eval import trained
 from perspectrum.eval.metrics import percent
 from perspectrum.train.examples import (counterfactual_examples, equivalence_examples, evidence_examples, Examples,
-                                        relevance_examples, stance_examples)
+                                        forms_examples, relevance_examples, stance_examples)
 from perspectrum.index.store import IndexStore
 from perspectrum.models.store import load_task, read_meta, save_ranker, save_task, update_meta
 from perspectrum.models.evidence_ranker import EvidenceRanker, Featurizer
@@ -48,6 +48,9 @@ class TaskConfig:
         counterfactual: stance only — pairs under the claims' opposites, labels flipped
             (:func:`~perspectrum.train.examples.counterfactual_examples`), added per gold pair
             (a seeded sample; 1: all of them) before the ``max_examples`` sample.
+        forms: stance only — pairs under the claims as a question or a debate motion, labels
+            kept (:func:`~perspectrum.train.examples.forms_examples`), this many per gold pair
+            (a seeded sample), before the ``max_examples`` sample.
         evidence: stance only — windows of the gold clusters' evidence paragraphs with the
             cluster's target (:func:`~perspectrum.train.examples.evidence_examples`), this many
             per gold pair (a seeded sample), before the ``max_examples`` sample.
@@ -62,6 +65,7 @@ class TaskConfig:
     quantize: bool = True
     dev_share: float = 1.0
     counterfactual: float = 0.0
+    forms: float = 0.0
     evidence: float = 0.0
 
 
@@ -115,6 +119,11 @@ def build_examples(task: str, dataset: Dataset, claims: list[Claim], store: Inde
             opposite = opposite.sample(round(config.counterfactual * len(examples)), seed + 1)
             examples = Examples(examples.pairs + opposite.pairs, examples.targets + opposite.targets)
             how += f"; {len(opposite):,} more under the claims' negations, targets flipped"
+        if config.forms:
+            restated = forms_examples(dataset, claims, soft=config.soft_labels)
+            restated = restated.sample(round(config.forms * len(examples)), seed + 3)
+            examples = Examples(examples.pairs + restated.pairs, examples.targets + restated.targets)
+            how += f"; {len(restated):,} more under the claims as questions or motions, targets kept"
         if config.evidence:
             backing = evidence_examples(dataset, claims, soft=config.soft_labels)
             backing = backing.sample(round(config.evidence * len(examples)), seed + 2)
@@ -212,7 +221,8 @@ def train_task(
         "seeds": [seed + i for i in range(config.members)],
         "config": {"negatives_per_positive": config.negatives_per_positive,
                    "max_examples": config.max_examples, "soft_labels": config.soft_labels,
-                   "counterfactual": config.counterfactual, "evidence": config.evidence},
+                   "counterfactual": config.counterfactual, "forms": config.forms,
+                   "evidence": config.evidence},
         "examples": {"examples": len(examples), "positives": examples.positives, "how": how,
                      "build_seconds": round(build_seconds, 1)},
         "runs": runs,

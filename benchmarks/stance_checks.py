@@ -1,18 +1,18 @@
-"""Stance on text that is not a perspective: evidence sentences and windows, read against their cluster's side.
+"""Every dev check of a stance model, side by side: gold pairs, claim forms, negations, evidence text.
 
-    python -m benchmarks.stance_off_pool --models-dir MODELS --name NAME [--split dev] [--paragraphs 1]
+    python -m benchmarks.stance_checks --models-dir MODELS --name NAME [--split dev]
 
-PERSPECTRUM's perspectives are short argument sentences; ``mine`` and ``map`` read sentences
-and windows of longer text. Each gold cluster's evidence paragraphs back that cluster, whose
-side of the claim is known, so a (claim, evidence sentence) or (claim, 3-sentence window)
-pair carries a support/undermine label for free. This scores, for every cluster of the
-split's claims, its first ``--paragraphs`` evidence paragraphs: each sentence, and each window
-(every :data:`perspectrum.models.rules.EVIDENCE_STRIDE` sentences, as ``discover`` reads
-them), with the stance model in ``MODELS/stance`` at its own stored setting, and reports the
-accuracy of each beside the gold perspective pairs' (:func:`perspectrum.eval.trained.polarity_check`'s
-``overall``). Not every evidence sentence argues its cluster's side (some only set the scene),
-so these accuracies are a floor for a stance reader, comparable across models, not a target.
-Rows are merged into ``eval/results/stance_off_pool_<split>.json`` by ``NAME``. Dev unless told.
+Scores the stance model in ``MODELS/stance`` at its own stored setting on the split's claims:
+
+- the gold (claim, perspective) pairs with each claim as stated, as a question, as a debate
+  motion and negated (labels flipped), and by the form the claims are stated in, each with its
+  gap below the rest (:func:`perspectrum.eval.stance_forms.forms_check`);
+- the sentences and 3-sentence windows (every :data:`perspectrum.models.rules.EVIDENCE_STRIDE`
+  sentences, as ``discover`` reads them) of each gold cluster's first evidence paragraph against
+  the cluster's side (:func:`evidence_checks`): text like what ``mine`` and ``map`` read. Each
+  gold cluster's evidence backs it, so such a pair carries a side for free.
+
+Rows are merged into ``eval/results/stance_checks_<split>.json`` by ``NAME``. Dev unless told.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ import numpy as np
 from benchmarks.bench_batch import cpu_model
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.eval.trained import polarity_check, stance_predict
+from perspectrum.eval.stance_forms import forms_check
+from perspectrum.eval.trained import stance_predict
 from perspectrum.models.inputs import claim_perspective_input
 from perspectrum.models.rules import EVIDENCE_STRIDE
 from perspectrum.models.store import load_task, read_meta
@@ -39,10 +40,12 @@ from perspectrum.text.sentences import sentences, windows
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def off_pool(members: list[Any], dataset: Any, claims: list[Any], setting: dict[str, Any],
-             paragraphs: int = 1) -> dict[str, Any]:
-    """Accuracy on the evidence sentences and windows of each cluster's first ``paragraphs``
-    evidence paragraphs, and on the gold perspective pairs, at the model's ``setting``."""
+def evidence_checks(members: list[Any], dataset: Any, claims: list[Any], setting: dict[str, Any],
+                    paragraphs: int = 1) -> dict[str, Any]:
+    """Accuracy on the sentences and windows of each cluster's first ``paragraphs`` evidence
+    paragraphs against the cluster's side, at the model's ``setting``. Not every evidence
+    sentence argues its cluster's side (some only set the scene), so these are floors for a
+    stance reader, comparable across models, not targets."""
     items: dict[str, list[tuple[int, str, bool]]] = {"sentences": [], "windows": []}
     for claim in claims:
         for cluster in claim.clusters:
@@ -62,7 +65,13 @@ def off_pool(members: list[Any], dataset: Any, claims: list[Any], setting: dict[
                      "support_share": round(100 * float(np.mean([gold for _, _, gold in rows])), 2),
                      "said_support_share": round(100 * float(np.mean([said[(cid, n)] for n, (cid, _, _)
                                                                      in enumerate(rows)])), 2)}
-    row["perspectives"] = polarity_check(members, dataset, claims, setting)["overall"]
+    return row
+
+
+def checks(members: list[Any], dataset: Any, claims: list[Any], setting: dict[str, Any]) -> dict[str, Any]:
+    """The claim-form checks and the evidence checks of one model, in one row."""
+    row: dict[str, Any] = forms_check(members, dataset, claims, setting, show_progress=True)
+    row["evidence"] = evidence_checks(members, dataset, claims, setting)
     return row
 
 
@@ -71,23 +80,25 @@ def main() -> None:
     parser.add_argument("--models-dir", type=Path, required=True)
     parser.add_argument("--name", required=True, help="the row's name in the JSON")
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
-    parser.add_argument("--paragraphs", type=int, default=1, help="evidence paragraphs read per cluster")
     args = parser.parse_args()
-    out = ROOT / "eval" / "results" / f"stance_off_pool_{args.split}.json"
+    out = ROOT / "eval" / "results" / f"stance_checks_{args.split}.json"
     dataset = load_dataset()
     meta = read_meta(args.models_dir, "stance")
     started = time.perf_counter()
-    row: dict[str, Any] = {"split": args.split, "paragraphs_per_cluster": args.paragraphs,
-                           "thresholds": meta["thresholds"], "dev_when_trained": meta.get("dev"),
-                           **off_pool(load_task(args.models_dir, "stance"), dataset, dataset.split(args.split),
-                                      meta["thresholds"], args.paragraphs)}
+    row: dict[str, Any] = {"split": args.split, "config": meta.get("config"), "thresholds": meta["thresholds"],
+                           "dev_when_trained": meta.get("dev"),
+                           **checks(load_task(args.models_dir, "stance"), dataset, dataset.split(args.split),
+                                    meta["thresholds"])}
     row["seconds"] = round(time.perf_counter() - started, 1)
     record = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {
-        "command": f"python -m benchmarks.stance_off_pool --models-dir MODELS --name NAME --split {args.split}",
+        "command": f"python -m benchmarks.stance_checks --models-dir MODELS --name NAME --split {args.split}",
         "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()}, {cpu_model()})", "rows": {}}
     record["rows"][args.name] = row
     write_json(out, record)
-    print(json.dumps(row, indent=1))
+    summary = {"stated": row["stated"]["accuracy"], "worst_gap": row["worst_gap"],
+               **{k: v["accuracy"] for k, v in row["rewritten"].items()},
+               **{k: v["accuracy"] for k, v in row["evidence"].items()}}
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":
