@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import sys
 import time
 from dataclasses import replace
@@ -26,7 +27,7 @@ from pathlib import Path
 from benchmarks.bench_batch import cpu_model
 from perspectrum import config as folders
 from perspectrum._io import write_json
-from perspectrum.data import load_dataset
+from perspectrum.data import data_checksum, load_dataset
 from perspectrum.index.store import IndexStore
 from perspectrum.train.tasks import CONFIGS, train_task
 
@@ -54,13 +55,14 @@ def main() -> None:
     dataset = load_dataset()
     store = IndexStore(folders.index_dir(None))
     started = time.perf_counter()
-    meta = train_task("stance", dataset, store, args.into, seed=args.seed, show_progress=True, config=config)
+    meta = train_task("stance", dataset, store, args.into, seed=args.seed, show_progress=True,
+                      data_checksum=data_checksum(None), config=config)
     seconds = time.perf_counter() - started
     record = json.loads(args.json.read_text(encoding="utf-8")) if args.json.is_file() else {
         "command": "python -m benchmarks.stance_recipe --name NAME --into MODELS [changes]",
         "split": "dev", "runs": {}}
     record["runs"][args.name] = {
-        "command": " ".join(["python -m benchmarks.stance_recipe", *sys.argv[1:]]).replace(str(args.into), "MODELS"),
+        "command": "python -m benchmarks.stance_recipe " + shlex.join(sys.argv[1:]).replace(str(args.into), "MODELS"),
         "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()}, {cpu_model()})",
         "changes": {k: v for k, v in {**changes, "epochs": args.epochs, "seed": args.seed}.items() if v is not None},
         "examples": meta["examples"], "params": meta["params"], "thresholds": meta["thresholds"],
