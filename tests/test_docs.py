@@ -148,3 +148,32 @@ def test_the_check_catches_what_it_guards(tmp_path: Path) -> None:
     problems = broken(page)
     assert [p.split(": ", 1)[1].split(" (")[0] for p in problems] == [
         "missing.md", "missing.png", "other.md#not-a-heading", "#elsewhere"]
+
+
+#: A path that names one machine's folders: a home, a scratch folder, a checkout's absolute place.
+MACHINE_PATH = re.compile(r"(?<![\w.~])/(?:work|tmp|root|home|Users|mnt|var/folders)/[\w.-]", re.I)
+
+
+def machine_paths(paths: list[Path]) -> list[str]:
+    """``file:line: path`` for every machine path in ``paths``."""
+    found = []
+    for path in paths:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found += [f"{path.parent.name}/{path.name}:{number}: {m.group()}" for m in MACHINE_PATH.finditer(line)]
+    return found
+
+
+def test_no_machine_path_in_the_readme_docs_or_results() -> None:
+    """README, docs and stored results say what a reader can run anywhere: placeholders
+    (MODELS, OUT.json), never where one machine kept its folders."""
+    results = sorted((ROOT / "eval" / "results").glob("*.json"))
+    assert results
+    assert machine_paths([*documents(), *results]) == []
+
+
+def test_the_machine_path_check_catches_one(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "page.md"
+    page.write_text("run `bench --json /tmp/out.json` or `--models-dir /work/state/models`\n"
+                    "caches live in ~/.cache/perspectrum/traced/ and eval/results/x.json\n", encoding="utf-8")
+    assert [hit.split(": ")[1] for hit in machine_paths([page])] == ["/tmp/o", "/work/s"]
