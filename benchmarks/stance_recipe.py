@@ -23,6 +23,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from benchmarks.bench_batch import cpu_model
 from perspectrum import config as folders
@@ -33,6 +34,14 @@ from perspectrum.train.tasks import CONFIGS, train_task
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "eval" / "results" / "stance_recipes_dev.json"
+
+
+def read_runs(path: Path) -> dict[str, Any]:
+    """The stored runs at ``path`` (this benchmark's and ``stance_soup``'s), or an empty record."""
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    return {"command": "python -m benchmarks.stance_recipe --name NAME --into MODELS [changes]", "split": "dev",
+            "runs": {}}
 
 
 def main() -> None:
@@ -48,9 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     base = CONFIGS["stance"]
     params = base.params if args.epochs is None else replace(base.params, epochs=args.epochs)
-    changes = {"counterfactual": args.counterfactual, "evidence": args.evidence}
-    if args.forms:
-        changes["forms"] = args.forms
+    changes = {"counterfactual": args.counterfactual, "forms": args.forms, "evidence": args.evidence}
     config = replace(base, params=params, **changes)
     dataset = load_dataset()
     store = IndexStore(folders.index_dir(None))
@@ -58,9 +65,7 @@ def main() -> None:
     meta = train_task("stance", dataset, store, args.into, seed=args.seed, show_progress=True,
                       data_checksum=data_checksum(None), config=config)
     seconds = time.perf_counter() - started
-    record = json.loads(args.json.read_text(encoding="utf-8")) if args.json.is_file() else {
-        "command": "python -m benchmarks.stance_recipe --name NAME --into MODELS [changes]",
-        "split": "dev", "runs": {}}
+    record = read_runs(args.json)
     record["runs"][args.name] = {
         "command": "python -m benchmarks.stance_recipe " + shlex.join(sys.argv[1:]).replace(str(args.into), "MODELS"),
         "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()}, {cpu_model()})",

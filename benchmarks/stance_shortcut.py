@@ -28,13 +28,13 @@ from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.encoders.base_models import MINILM, base_folder
 from perspectrum.encoders.cross_encoder import CrossEncoderModel
+from perspectrum.eval.ir import best_of
+from perspectrum.eval.stance_forms import GRID
 from perspectrum.train.examples import stance_examples
 from perspectrum.train.fine_tune import fine_tune
 from perspectrum.train.tasks import CONFIGS
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Thresholds tried on dev for each model's best accuracy.
-GRID = [round(float(t), 2) for t in np.arange(0.1, 0.91, 0.02)]
 
 
 def _accuracy(scores: np.ndarray, gold: np.ndarray, threshold: float) -> float:
@@ -65,9 +65,9 @@ def main() -> None:
                                             base_folder(MINILM, ROOT), show_progress=True, description=name)
         member = CrossEncoderModel(model, tokenizer, {"params": params.to_dict()}, quantize=False)
         scores = member.score(seen(dev.pairs), show_progress=True)
-        best = max(GRID, key=lambda t: _accuracy(scores, gold, t))
+        best, at_best = best_of(GRID, lambda t: _accuracy(scores, gold, t))
         record["runs"][name] = {"accuracy_at_half": _accuracy(scores, gold, 0.5), "best_threshold": best,
-                                "accuracy_at_best": _accuracy(scores, gold, best),
+                                "accuracy_at_best": at_best,
                                 "train_seconds": round(stats["seconds"], 1),
                                 "seconds": round(time.perf_counter() - started, 1)}
         write_json(args.json, record)

@@ -18,13 +18,14 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.bench_batch import cpu_model
-from benchmarks.stance_recipe import OUT
+from benchmarks.stance_recipe import OUT, read_runs
 from perspectrum import config as folders
+from perspectrum import integrity
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum import integrity
 from perspectrum.encoders.bi_encoder import transformers_classes
 from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel
 from perspectrum.errors import PerspectrumError
@@ -33,13 +34,13 @@ from perspectrum.models.store import read_meta, save_task
 from perspectrum.train.tasks import retune_task
 
 
-def soup(folders_in: list[Path]) -> tuple[object, object]:
-    """The float model whose every weight is the mean of the models' in ``folders_in``, and the
-    first one's tokenizer. Each folder's files are checked against their recorded sums first."""
+def soup(folders_in: list[Path], metas: list[dict[str, Any]]) -> tuple[object, object]:
+    """The float model whose every weight is the mean of the models' in ``folders_in`` (whose
+    ``stance`` metas are ``metas``), and the first one's tokenizer. Each folder's files are
+    checked against their recorded sums first."""
     import torch
 
-    for folder in folders_in:
-        meta = read_meta(folder, "stance")
+    for folder, meta in zip(folders_in, metas):
         integrity.check(folder / "stance", integrity.sealed(folder / "stance", meta, META_FILE))
     auto_model, auto_tokenizer = transformers_classes("AutoModelForSequenceClassification", "AutoTokenizer")
     models = [auto_model.from_pretrained(str(folder / "stance"), use_safetensors=True).eval() for folder in folders_in]
@@ -65,15 +66,14 @@ def main() -> None:
     if len({meta.get("base_model") for meta in metas}) != 1:
         sys.exit("the models were fine-tuned from different bases: they cannot be averaged")
     started = time.perf_counter()
-    model, tokenizer = soup(args.models)
+    model, tokenizer = soup(args.models, metas)
     meta = {**metas[0], "soup": [{"config": m.get("config"), "seeds": m.get("seeds"), "dev": m.get("dev")}
                                  for m in metas], "test": None}
     member = CrossEncoderModel(model, tokenizer, {k: meta[k] for k in ("task", "params", "quantize")}, quantize=False)
     save_task(args.into / "stance", [member], meta)
     dataset = load_dataset()
     tuned = retune_task("stance", dataset, IndexStore(folders.index_dir(None)), args.into, show_progress=True)
-    record = json.loads(args.json.read_text(encoding="utf-8")) if args.json.is_file() else {
-        "command": "python -m benchmarks.stance_recipe --name NAME --into MODELS [changes]", "split": "dev", "runs": {}}
+    record = read_runs(args.json)
     record["runs"][args.name] = {
         "command": "python -m benchmarks.stance_soup --name NAME --into MODELS " + " ".join(
             f"MODELS_{i + 1}" for i in range(len(args.models))),
