@@ -173,7 +173,7 @@ def trained_dir(tmp_path_factory) -> tuple[Path, Path, Path]:
     from typer.testing import CliRunner
 
     from perspectrum.cli.app import app
-    from perspectrum.models.settings import MODELS
+    from perspectrum.models.scorers import MODELS
 
     root = tmp_path_factory.mktemp("trained")
     data = write_dataset(root / "data")

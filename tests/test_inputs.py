@@ -27,10 +27,10 @@ from perspectrum.data import Pool
 from perspectrum.cli.display import NO_EVIDENCE, debate, explain, printable
 from perspectrum.errors import PerspectrumError
 from perspectrum.index.store import IndexStore
-from perspectrum.pipeline.pipeline import ClaimError, Pipeline, check_claim
+from perspectrum.pipeline.pipeline import ClaimError, Pipeline, PipelineConfig, check_claim
 from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
 from perspectrum.models.scorers import PIPELINE_FILE, TrainedScorers, merge_pipeline_file
-from perspectrum.models.settings import check_settings
+from perspectrum.pipeline.settings import check_settings
 
 from .conftest import write_dataset
 
@@ -371,10 +371,20 @@ def test_check_settings_names_the_file_and_key(stage, key, value, wanted) -> Non
                                     '{"stance": {"scale": "steep"}}', '{"stance": {"unclear": Infinity}}',
                                     '{"cluster": {"threshold": null}}', '{"expand": {"neighbours": 2.5}}'])
 def test_a_hand_edited_pipeline_file_is_one_line(tmp_path: Path, stored: str) -> None:
-    (tmp_path / PIPELINE_FILE).write_text(f'{{"settings": {stored}}}', encoding="utf-8")
+    evidence, store = Pool("evidence", (1,), ("a paragraph",)), IndexStore(tmp_path / "idx")
+    models = _models(tmp_path / "models")
+    (models / PIPELINE_FILE).write_text(f'{{"settings": {stored}}}', encoding="utf-8")
+    scorers = TrainedScorers(models, store, evidence)  # read as stored; checked by the stages that read it
     with pytest.raises(PerspectrumError, match=rf"{PIPELINE_FILE}: setting \w+\.\w+ must be") as caught:
-        merge_pipeline_file({}, tmp_path)
-    assert str(tmp_path) in str(caught.value) and "\n" not in str(caught.value)
+        PipelineConfig().settings(scorers)
+    assert str(models) in str(caught.value) and "\n" not in str(caught.value)
+    (models / PIPELINE_FILE).write_text('{"settings": {"stance": {"threshold": 0.5}}}', encoding="utf-8")
+    with pytest.raises(PerspectrumError, match=r"is damaged \(unexpected setting stance\.threshold\): run `perspectrum "
+                                               r"tune` again"):  # a model's own cut-off is not the pipeline's
+        PipelineConfig().settings(TrainedScorers(models, store, evidence))
+    (models / PIPELINE_FILE).write_text('{"settings": {"stance": 0.5}}', encoding="utf-8")
+    with pytest.raises(PerspectrumError, match="the stance settings must be a JSON object"):
+        merge_pipeline_file({}, models)
 
 
 def _models(folder: Path, **changes: dict) -> Path:
@@ -397,14 +407,22 @@ def test_hand_edited_model_thresholds_are_one_line(tmp_path: Path) -> None:
     evidence = Pool("evidence", (1,), ("a paragraph",))
     store = IndexStore(tmp_path / "idx")
     scorers = TrainedScorers(_models(tmp_path / "fine"), store, evidence)
-    assert scorers.settings["stance"] == {"threshold": 0.66}
+    assert PipelineConfig().settings(scorers)["stance"]["threshold"] == 0.66  # the grid's "centre" left out
+    assert "centre" not in PipelineConfig().settings(scorers)["stance"]
+
+    def settings(folder: Path) -> None:
+        PipelineConfig().settings(TrainedScorers(folder, store, evidence))
+
     edited = _models(tmp_path / "edited", stance={"thresholds": {"threshold": "high"}})
     with pytest.raises(PerspectrumError, match=r"stance/perspectrum\.json: setting stance\.threshold must be a finite"):
-        TrainedScorers(edited, store, evidence)
+        settings(edited)
     ranker = _models(tmp_path / "ranker", evidence={"ranker_thresholds": {"relative": True, "threshold": math.nan,
                                                                          "k": 10, "min_keep": 1}})
     with pytest.raises(PerspectrumError, match=r"evidence/perspectrum\.json: setting evidence\.threshold"):
-        TrainedScorers(ranker, store, evidence)
+        settings(ranker)
     gone = _models(tmp_path / "gone", equivalence={"thresholds": {"weight": 0.5}})
     with pytest.raises(PerspectrumError, match=r"equivalence/perspectrum\.json is damaged \(no setting 'threshold'\)"):
-        TrainedScorers(gone, store, evidence)
+        settings(gone)
+    broken = _models(tmp_path / "broken", stance={"thresholds": [0.5]})
+    with pytest.raises(PerspectrumError, match=r"stance/perspectrum\.json is damaged \(its thresholds are not a JSON"):
+        TrainedScorers(broken, store, evidence)

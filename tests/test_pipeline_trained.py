@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from perspectrum import Pipeline, PipelineConfig
 from perspectrum.cli.app import app
 from perspectrum.data import CLAIMS_FILE, load_dataset
-from perspectrum.train.tune_pipeline import CHOSEN_ON_DEV, tune_pipeline
+from perspectrum.train.tune_pipeline import carried_settings, tune_pipeline
 from perspectrum.models.scorers import PIPELINE_FILE
 from tests.conftest import write_dataset
 
@@ -29,7 +29,7 @@ def test_train_all_chooses_the_pipeline_settings_on_dev(trained_dir) -> None:
     stored = json.loads((models / PIPELINE_FILE).read_text())
     assert stored["tuned_on"] == "dev" and set(stored["settings"]) == {"relevance", "stance", "cluster", "expand",
                                                                        "evidence"}
-    for stage, values in CHOSEN_ON_DEV["trained"].items():  # the longer dev runs' choices, added as they are
+    for stage, values in carried_settings().items():  # the longer dev runs' choices, added as they are
         assert values.items() <= stored["settings"][stage].items()
     shown = stored["calibration"]["shown"]  # the calibration was checked on what dev's answers show
     assert {k: stored["settings"]["stance"][k] for k in ("scale", "unclear")} == shown["settings"]

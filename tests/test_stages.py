@@ -8,7 +8,9 @@ case small enough to work out by hand.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -134,14 +136,15 @@ def test_unsure_members_join_and_the_cluster_takes_its_confident_members_side() 
 
 
 def test_a_merge_outweighing_a_cannot_link_is_split_again() -> None:
-    from perspectrum.models.rules import split_sides, vote
+    from perspectrum.models.rules import cluster_support, split_sides
 
     matrix = np.full((4, 4), 0.9)
     matrix[0, 3] = matrix[3, 0] = 0.0
     parts = split_sides([0, 1, 2, 3], [1, 0, 0, -1], matrix, 0.6)
     assert parts[0] == [0, 1, 2] and parts[1:] == [[3]]
     assert split_sides([0, 1, 2], [1, 0, 1], matrix, 0.6) == [[0, 1, 2]]
-    assert vote([0.9, 0.5, 0.5], [1, 0, 0]) == 0.9 and vote([0.4, 0.6], [0, 0]) == 0.5 and vote([None], [0]) == 0.5
+    assert cluster_support([0.9, 0.5, 0.5], [1, 0, 0]) == 0.9
+    assert cluster_support([0.4, 0.6], [0, 0]) == 0.5 and cluster_support([None], [0]) == 0.5
 
 
 @pytest.mark.parametrize("agree", [False, True])
@@ -323,12 +326,21 @@ def test_caching_scorers_answer_as_the_inner_ones_and_call_them_once() -> None:
     assert cached.stance(pairs[:2]).tolist() == [0.9, 0.2] and calls == [[("c", TEXTS[1]), ("c", TEXTS[3])]]
 
 
-def test_each_stage_is_built_from_its_settings() -> None:
-    from perspectrum.models.settings import SETTINGS
-    from perspectrum.pipeline.stages import ORDER
+def test_each_stage_declares_its_own_settings_and_is_listed_once() -> None:
+    from dataclasses import fields
 
-    assert [stage.__mro__[1] for stage in ORDER] == list(SETTINGS)
-    assert [stage.name for stage in ORDER] == [s.name for s in SETTINGS]
+    from perspectrum.models.scorers import MODELS
+    from perspectrum.pipeline.settings import BY_MODEL, BY_STAGE
+    from perspectrum.pipeline.stages import ORDER
+    from perspectrum.pipeline.stages.base import Stage
+
+    assert [stage.name for stage in ORDER] == ["retrieve", "relevance", "stance", "cluster", "expand", "evidence",
+                                               "verify"]
+    assert list(BY_STAGE.values()) == list(ORDER) and sorted(BY_MODEL) == sorted(MODELS)
+    for stage in ORDER:  # the settings are the stage's own fields, declared in the stage's module
+        assert issubclass(stage, Stage) and fields(stage)
+        assert all(f.name in vars(stage)["__annotations__"] or f.name in {"relative", "threshold", "k", "min_keep"}
+                   for f in fields(stage))
 
 
 def test_config_settings_take_the_models_then_the_pipeline_file_then_the_overrides() -> None:
@@ -337,7 +349,8 @@ def test_config_settings_take_the_models_then_the_pipeline_file_then_the_overrid
     tuned = {"relevance": {"weight": 0.2, "relative": True, "threshold": 0.7, "k": 50, "min_keep": 1, "floor": 0.4},
              "stance": {"threshold": 0.6}, "equivalence": {"weight": 0.5, "threshold": 0.7},
              "cluster": {"threshold": 0.8}, "evidence": {"relative": True, "threshold": 0.5, "k": 10, "min_keep": 1}}
-    settings = perspectrum.PipelineConfig(overrides={"stance": {"margin": 0.1}}).settings(tuned)
+    config = perspectrum.PipelineConfig(overrides={"stance": {"margin": 0.1}})
+    settings = config.settings(SimpleNamespace(settings=tuned))
     assert settings == {
         "retrieve": {"candidates": 50},
         "relevance": {"floor": 0.4, "weight": 0.2, "relative": True, "threshold": 0.7, "k": 30, "min_keep": 1},
@@ -425,15 +438,15 @@ def test_unclear_cards_count_neither_right_nor_wrong_and_calibration_error_by_ha
 
 def test_a_mislabelled_member_is_outvoted_by_its_cluster() -> None:
     from perspectrum.pipeline.stages.base import ClaimState, Group, Member
-    from perspectrum.pipeline.stages.expand import Expand, vote
+    from perspectrum.pipeline.stages.expand import Expand, weighted_support
 
     kept = [Member(1, 0.8, support=0.9), Member(2, 0.7, support=0.8), Member(3, 0.75, support=0.2),
             Member(4, 0.1, support=None, added=True), Member(5, 0.3, support=0.3, added=True)]
     # (0.8·0.9 + 0.7·0.8 + 0.75·0.2) / 2.25 for the three kept ones; the unread paraphrase does not vote
-    assert vote([0, 1, 2, 3], kept, {}) == pytest.approx((0.72 + 0.56 + 0.15) / 2.25)
-    assert vote([0, 1, 2, 3], kept, {}) > 0.6  # the mislabelled member (0.2) is outvoted
-    assert vote([2, 4], kept, {5: 0.9}) == pytest.approx((0.75 * 0.2 + 0.9 * 0.3) / 1.65)  # by similarity
-    assert vote([3], kept, {}) == 0.5  # nothing read
+    assert weighted_support([0, 1, 2, 3], kept, {}) == pytest.approx((0.72 + 0.56 + 0.15) / 2.25)
+    assert weighted_support([0, 1, 2, 3], kept, {}) > 0.6  # the mislabelled member (0.2) is outvoted
+    assert weighted_support([2, 4], kept, {5: 0.9}) == pytest.approx((0.75 * 0.2 + 0.9 * 0.3) / 1.65)  # by similarity
+    assert weighted_support([3], kept, {}) == 0.5  # nothing read
     # the stage: with vote on (and no paraphrases to read) the cluster's side is its members' vote
     state = ClaimState("claim", kept=kept[:3], groups=[Group([0, 1, 2], support=0.2)])
     Expand(weight=0.5, threshold=0.8, stance_threshold=0.5, neighbours=0, vote=True).run([state], None)
@@ -453,7 +466,6 @@ def test_a_card_whose_top_paragraph_argues_the_other_side_is_counted() -> None:
 
 
 def test_a_paragraph_arguing_against_its_perspective_is_dropped() -> None:
-    from types import SimpleNamespace
 
     from perspectrum.pipeline.stages.base import ClaimState, Group, Member
     from perspectrum.pipeline.stages.evidence import EvidenceStage
@@ -485,7 +497,6 @@ def test_a_paragraph_arguing_against_its_perspective_is_dropped() -> None:
 
 
 def test_a_one_sided_answer_takes_the_most_relevant_candidate_from_the_other_side() -> None:
-    from types import SimpleNamespace
 
     from perspectrum.pipeline.stages.base import Candidate, ClaimState, Member
     from perspectrum.pipeline.stages.stance import Stance
@@ -522,7 +533,6 @@ def test_a_one_sided_answer_takes_the_most_relevant_candidate_from_the_other_sid
 
 
 def test_a_paragraph_whose_window_argues_the_other_side_is_dropped() -> None:
-    from types import SimpleNamespace
 
     from perspectrum.pipeline.results import EvidenceHit
     from perspectrum.pipeline.stages.base import ClaimState, Group
@@ -552,12 +562,20 @@ def test_a_paragraph_whose_window_argues_the_other_side_is_dropped() -> None:
     # "zoos are dull" reads 0.4: the undermining side, its cluster's own
 
 
-def test_the_kept_dev_settings_are_known_settings_of_the_right_type() -> None:
-    from perspectrum.models.settings import check_settings
-    from perspectrum.train.tune_pipeline import CHOSEN_ON_DEV
+def test_the_settings_carried_into_a_tune_are_the_shipped_ones_it_does_not_choose() -> None:
+    from perspectrum.models.scorers import PIPELINE_FILE
+    from perspectrum.models.shipped import source
+    from perspectrum.pipeline.settings import check_settings
+    from perspectrum.pipeline.stages.base import PIPELINE
+    from perspectrum.train.tune_pipeline import TUNED, carried_settings
 
-    assert set(CHOSEN_ON_DEV) == {"trained"}
-    for system, settings in CHOSEN_ON_DEV.items():
-        check_settings(settings, f"CHOSEN_ON_DEV[{system!r}]")  # raises on an unknown name or a wrong type
-        config = perspectrum.PipelineConfig(overrides=settings)  # and a pipeline accepts them
-        assert config.overrides == settings
+    carried = carried_settings()
+    assert carried  # the shipped models carry settings chosen by longer dev runs
+    check_settings(carried, "carried", PIPELINE)  # raises on an unknown name or a wrong type
+    check_settings({stage: dict.fromkeys(names, 0.5) for stage, names in TUNED.items() if stage != "expand"},
+                   "tuned", None)
+    shipped = json.loads((source() / PIPELINE_FILE).read_text(encoding="utf-8"))["settings"]
+    for stage, values in shipped.items():  # each shipped setting is either chosen again or carried as it is
+        for key, value in values.items():
+            assert (key in TUNED.get(stage, ())) != (carried.get(stage, {}).get(key) == value)
+    assert perspectrum.PipelineConfig(overrides=carried).overrides == carried  # and a pipeline accepts them

@@ -22,7 +22,7 @@ from perspectrum.data import CLAIMS_FILE, data_checksum, load_dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval import trained
 from perspectrum.index.store import IndexStore
-from perspectrum.models.settings import MODELS
+from perspectrum.models.scorers import MODELS
 from perspectrum.models.store import load_task, read_meta
 from perspectrum.models.evidence_ranker import RANKER_FILE, Debate, EvidenceRanker, Featurizer
 from perspectrum.models.scorers import CROSS_ENCODED

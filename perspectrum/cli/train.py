@@ -48,7 +48,7 @@ def train(task: str, seed: int = 13, quick: bool = False, tune_only: bool = Fals
     """Train ``task`` (``"all"``: the four in turn, then the pipeline's settings tuned on
     dev) into the models folder and print a table of what was trained."""
     from perspectrum.data import data_checksum, load_dataset
-    from perspectrum.models.settings import MODELS as TASKS
+    from perspectrum.models.scorers import MODELS as TASKS
     from perspectrum.train.tasks import retune_task, train_task
 
     dataset = load_dataset(data_dir, verify=verify)

@@ -40,7 +40,7 @@ from perspectrum.eval.trained import PAPER_BERT, PAPER_HUMAN
 from perspectrum.pipeline.pipeline import Discovery, Pipeline
 from perspectrum.models.evidence_ranker import Debate
 from perspectrum.models.rules import keep, ranked
-from perspectrum.models.settings import MODELS
+from perspectrum.models.scorers import MODELS
 from perspectrum.models.store import T_METRIC
 from perspectrum.pipeline.stages import EvidenceStage, configure
 

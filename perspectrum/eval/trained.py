@@ -39,7 +39,7 @@ from perspectrum.models.store import T_METRIC, load_task, read_meta, update_meta
 from perspectrum.models.evidence_ranker import Debate, EvidenceRanker, Featurizer
 from perspectrum.models.rules import average_linkage, blend, keep, ranked
 from perspectrum.models.scorers import CROSS_ENCODED
-from perspectrum.models.settings import MODELS
+from perspectrum.models.scorers import MODELS
 from perspectrum.index.search import Hit
 from perspectrum.text.polarity import is_restrictive, negate
 

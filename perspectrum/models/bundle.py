@@ -51,7 +51,7 @@ from perspectrum.encoders.cross_encoder import META_FILE
 from perspectrum.errors import PerspectrumError
 from perspectrum.integrity import sha256_file
 from perspectrum.models.scorers import PIPELINE_FILE, models_present
-from perspectrum.models.settings import MODELS
+from perspectrum.models.scorers import MODELS
 
 MANIFEST = "manifest.json"
 #: Bumped when a bundle's layout changes; an installer refuses formats it does not know.

@@ -10,7 +10,7 @@ knows about labels or metrics.
   the best and a cap;
 - :func:`latin_script`: whether a claim is written in the alphabet the models read;
 - :func:`average_linkage` / :func:`groups`: cluster a similarity matrix;
-- :func:`split_sides` / :func:`vote`: keep a cluster on one side, and the side it takes;
+- :func:`split_sides` / :func:`cluster_support`: keep a cluster on one side, and the side it takes;
 - :data:`EVIDENCE_STRIDE`: how windows step through a paragraph.
 """
 
@@ -135,7 +135,7 @@ def split_sides(members: list[int], sides: Sequence[int], matrix: np.ndarray, th
     return [staying, *([leaving[j] for j in g] for g in groups(sub, threshold))]
 
 
-def vote(supports: Sequence[float | None], sides: Sequence[int]) -> float:
+def cluster_support(supports: Sequence[float | None], sides: Sequence[int]) -> float:
     """A cluster's P(support): the mean over its confident members (side ≠ 0), or over all
     of them when none is confident; 0.5 when nothing was read."""
     confident = [p for p, s in zip(supports, sides) if s and p is not None]

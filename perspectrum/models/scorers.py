@@ -6,20 +6,22 @@ ship with perspectrum (:mod:`perspectrum.models.shipped`). The pipeline never kn
 it holds, nor whether it holds an object of your own: each answers the same five questions
 and carries the cut-offs that were tuned on dev for its own scores.
 
-Settings (``Scorers.settings``) hold what was chosen on dev, as
-:mod:`perspectrum.models.settings` names it (the one schema of every setting, its type
-and default): under each model's name, the settings its own tuning chose for its stage
-(``relevance``, ``stance``, ``equivalence`` for the cluster stage, ``evidence``), read from
-the model's files; and under a stage's name, what ``perspectrum tune`` chose for the
-pipeline as a whole (the relevance ``floor``, the stance ``margin``, a stricter clustering
-cut for retrieved perspectives, expand's ``neighbours`` and ``agree``), stored beside the
-models in ``pipeline.json`` (:data:`PIPELINE_FILE`). What neither holds takes the stage's
-default. Every file is checked by :func:`perspectrum.models.settings.check_settings` when
-it is read.
+Settings (``Scorers.settings``) hold what was chosen on dev, as it was stored: under each
+model's name, what its own tuning stored for its stage (``relevance``, ``stance``,
+``equivalence`` for the cluster stage, ``evidence``), read from the model's files; and
+under a stage's name, what ``perspectrum tune`` chose for the pipeline as a whole (the
+relevance ``floor``, the stance ``margin``, a stricter clustering cut for retrieved
+perspectives, expand's ``neighbours`` and ``agree``), stored beside the models in
+``pipeline.json`` (:data:`PIPELINE_FILE`). The stages declare these settings
+(:mod:`perspectrum.pipeline.stages`) and the pipeline checks each value against them when
+it builds its stages (:func:`perspectrum.pipeline.settings.stage_settings`), naming the file
+it came from (:attr:`TrainedScorers.sources`); here a file is only read, and refused
+when it is not JSON objects.
 """
 
 from __future__ import annotations
 
+import reprlib
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,10 +34,13 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.models.inputs import claim_perspective_input, equivalence_input
 from perspectrum.index.store import IndexStore
 from perspectrum.models.evidence_ranker import DEPTH, Debate, Featurizer, Key, WindowJob
-from perspectrum.models.settings import MODEL, MODELS, PIPELINE, UnknownSetting, check_settings, model_settings
 
 #: The models a fine-tuned cross-encoder is (the evidence model is the ranker).
 CROSS_ENCODED = ("relevance", "stance", "equivalence")
+#: Every model the pipeline asks a judgement of, in running order (``models/<model>/``).
+MODELS: tuple[str, ...] = (*CROSS_ENCODED, "evidence")
+#: Who stored a setting (:attr:`TrainedScorers.sources`): a model's own dev tuning, or ``perspectrum tune``.
+MODEL, PIPELINE = "model", "pipeline"
 #: Settings chosen on dev for the pipeline as a whole, beside a set of models.
 PIPELINE_FILE = "pipeline.json"
 #: (claim, perspective) · (claim, perspective 1, perspective 2)
@@ -48,7 +53,7 @@ class Scorers(Protocol):
 
     #: Which models answer ("shipped", "trained", ...), shown to users and written into every result.
     kind: str
-    #: Dev-tuned settings by model and by stage (see the module docstring).
+    #: Dev-tuned settings by model and by stage, as stored (see the module docstring).
     settings: dict[str, dict[str, Any]]
 
     def relevance(self, pairs: Sequence[Pair]) -> np.ndarray:
@@ -98,6 +103,7 @@ class TrainedScorers:
     def __init__(self, models_dir: str | Path, store: IndexStore, evidence: Pool,
                  homes: Mapping[str, Path] | None = None, kind: str | None = None,
                  settings_home: Path | None = None) -> None:
+        from perspectrum.encoders.cross_encoder import META_FILE
         from perspectrum.models.store import read_meta
 
         self.models_dir = Path(models_dir)
@@ -109,8 +115,12 @@ class TrainedScorers:
         if metas["evidence"].get("ranker_thresholds") is None:
             raise PerspectrumError(f"{self.homes['evidence'] / 'evidence'} has no ranker cut-off: "
                                    "run `perspectrum train evidence --tune-only`")
+        #: by section and key, the file each setting was read from and who stored it (``MODEL``, ``PIPELINE``)
+        self.sources: dict[str, dict[str, tuple[Path, str]]] = {}
         self.settings = {model: stored_settings(self.homes[model], model, metas[model]) for model in MODELS}
-        merge_pipeline_file(self.settings, settings_home or self.models_dir)
+        for model, values in self.settings.items():
+            self.sources[model] = {key: (self.homes[model] / model / META_FILE, MODEL) for key in values}
+        merge_pipeline_file(self.settings, settings_home or self.models_dir, self.sources)
         self._loaded: dict[str, Any] = {}
         self._lock = threading.Lock()
 
@@ -160,20 +170,18 @@ def model_scores(members: Sequence[Any], task: str, items: Sequence[Pair] | Sequ
 
 
 def stored_settings(models_dir: Path, model: str, meta: Mapping[str, Any]) -> dict[str, Any]:
-    """What a trained model's dev tuning chose for its stage, from its ``perspectrum.json``
-    (``thresholds``; the evidence ranker's ``ranker_thresholds``), checked; a damaged or
-    hand-edited file that cannot be used is a one-line error naming it."""
+    """What a trained model's dev tuning stored, from its ``perspectrum.json``
+    (``thresholds``; the evidence ranker's ``ranker_thresholds``), as stored; a file
+    without them, or with them not a JSON object, is a one-line error naming it (the
+    pipeline checks each value against the stage that reads it)."""
     from perspectrum.encoders.cross_encoder import META_FILE
 
-    path = models_dir / model / META_FILE
-    try:
-        values = model_settings(model, meta["thresholds" if model in CROSS_ENCODED else "ranker_thresholds"])
-    except (KeyError, TypeError, AttributeError) as exc:
-        why = f"no setting {exc}" if isinstance(exc, KeyError) else "its thresholds are not a JSON object"
-        raise PerspectrumError(f"{path} is damaged ({why}): run `perspectrum train {model} --tune-only` "
-                               "to choose its cut-offs again") from None
-    check_settings({model: values}, path, MODEL)
-    return values
+    values = meta.get("thresholds" if model in CROSS_ENCODED else "ranker_thresholds") \
+        if isinstance(meta, Mapping) else None
+    if not isinstance(values, Mapping):
+        raise PerspectrumError(f"{models_dir / model / META_FILE} is damaged (its thresholds are not a JSON object): "
+                               f"run `perspectrum train {model} --tune-only` to choose its cut-offs again")
+    return dict(values)
 
 
 def fine_tuned(models_dir: str | Path) -> tuple[str, ...]:
@@ -188,11 +196,14 @@ def models_present(models_dir: str | Path) -> bool:
     return fine_tuned(models_dir) == MODELS
 
 
-def merge_pipeline_file(settings: dict[str, dict[str, Any]], folder: str | Path) -> None:
-    """Add the pipeline-level settings stored in ``folder/pipeline.json`` (if any) to ``settings``.
+def merge_pipeline_file(settings: dict[str, dict[str, Any]], folder: str | Path,
+                        sources: dict[str, dict[str, tuple[Path, str]]] | None = None) -> None:
+    """Add the pipeline-level settings stored in ``folder/pipeline.json`` (if any) to
+    ``settings``, and to ``sources`` where each came from.
 
-    A file that cannot be read is a one-line error rather than silently ignored: it
-    holds choices (such as the relevance floor) that change what users are shown.
+    A file that cannot be read, or whose settings are not JSON objects by stage name, is a
+    one-line error rather than silently ignored: it holds choices (such as the relevance
+    floor) that change what users are shown. Each value is checked when the pipeline reads it.
     """
     import json
 
@@ -201,11 +212,13 @@ def merge_pipeline_file(settings: dict[str, dict[str, Any]], folder: str | Path)
         return
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))["settings"]
-        check_settings(stored, path, PIPELINE)
+        for stage, values in stored.items():
+            if not isinstance(values, Mapping):
+                raise PerspectrumError(f"{path}: the {stage} settings must be a JSON object, "
+                                       f"not {reprlib.repr(values)}")
         for stage, values in stored.items():
             settings.setdefault(stage, {}).update(values)
-    except UnknownSetting as exc:
-        raise PerspectrumError(f"{path} is damaged (unexpected setting {exc.name}): run `perspectrum tune` again "
-                               "or delete it") from None
+            if sources is not None:
+                sources.setdefault(stage, {}).update({key: (path, PIPELINE) for key in values})
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise PerspectrumError(f"{path} is damaged ({exc}): run `perspectrum tune` again or delete it") from None

@@ -38,7 +38,7 @@ from perspectrum.models.deltas import BASE_WEIGHTS, apply, base_weights
 from perspectrum.data import Pool
 from perspectrum.index.store import IndexStore
 from perspectrum.models.scorers import CROSS_ENCODED, PIPELINE_FILE, TrainedScorers, fine_tuned, models_present
-from perspectrum.models.settings import MODELS
+from perspectrum.models.scorers import MODELS
 from perspectrum.models.store import render_card, seal
 
 #: Where the shipped models are unpacked, inside the models folder.

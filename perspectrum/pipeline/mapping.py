@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from perspectrum.models.rules import blend, groups, split_sides, vote
+from perspectrum.models.rules import blend, groups, split_sides, cluster_support
 from perspectrum.pipeline.results import calibrated, side
 from perspectrum.text.mining import MinedUnit
 from perspectrum.text.polarity import takes_no_side
@@ -185,7 +185,7 @@ def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callab
     found = []
     for members in clusters:
         head = key_point(members, texts, matrix)
-        q = calibrated(vote([supports[i] for i in members], [sides[i] for i in members]), cut, stance["scale"])
+        q = calibrated(cluster_support([supports[i] for i in members], [sides[i] for i in members]), cut, stance["scale"])
         shown = side(q, stance["unclear"])
         order = [head, *sorted((i for i in members if i != head), key=lambda i: (units[i][0], units[i][1].start))]
         quotes = tuple(Quote(units[i][0], units[i][1].start, units[i][1].end, texts[i], supports[i]) for i in order)

@@ -32,7 +32,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from perspectrum import config as folders
 from perspectrum._checks import is_whole, whole
@@ -52,11 +52,11 @@ from perspectrum.pipeline.results import (
     headed,
 )
 from perspectrum.models.scorers import Scorers
-from perspectrum.models.settings import PIPELINE, check_settings, defaults, followed
+from perspectrum.pipeline.settings import check_settings, stage_settings
 from perspectrum.index.dense import lend_vectors
 from perspectrum.index.search import HybridSearcher
-from perspectrum.pipeline.stages import (EVIDENCE_STAGES, ORDER, ClaimState, Context, EvidenceStage, Retrieve, Stage, Verify,
-                                         configure)
+from perspectrum.pipeline.stages import (EVIDENCE_STAGES, ORDER, ClaimState, Context, EvidenceStage, Retrieve, Stage,
+                                         Stance, Verify, configure)
 from perspectrum.text.sentences import checked
 from perspectrum.pipeline.mapping import LOWER, MAX_MAP_UNITS, MapSettings, PerspectiveMap, build_map
 from perspectrum._progress import progress
@@ -66,6 +66,7 @@ __all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery",
 
 #: Longest claim accepted, in characters (claims in PERSPECTRUM are under 300).
 MAX_CLAIM_CHARS = 1000
+S = TypeVar("S", bound=Stage)
 #: Stage names, in running order (the keys of settings, overrides and timings).
 STAGE_NAMES = tuple(stage.name for stage in ORDER)
 
@@ -118,7 +119,7 @@ class PipelineConfig:
     models' own); ``overrides`` changes any stage's setting by name, e.g.
     ``{"relevance": {"threshold": 0.8}, "expand": {"neighbours": 0}}``. Unknown stages,
     unknown keys and values of the wrong type are one-line errors, here. Every setting,
-    its type and its default is in :mod:`perspectrum.models.settings`.
+    its type and its default is declared by its stage (:mod:`perspectrum.pipeline.stages`).
 
     Attributes:
         candidates: perspectives retrieved per claim and read by the relevance model.
@@ -144,31 +145,16 @@ class PipelineConfig:
             raise PerspectrumError("candidates, max_perspectives and evidence_depth must be ≥ 1, verify_top ≥ 0")
         check_settings(self.overrides, "overrides")
 
-    def settings(self, tuned: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Every stage's settings: the dev-tuned values, the structural ones, then the overrides.
-
-        ``tuned`` is the loaded models' :attr:`~perspectrum.models.scorers.Scorers.settings`:
-        a stage takes its model's (the cluster stage, the equivalence model's), then its
-        own, from ``pipeline.json``; what ``perspectrum tune`` chooses is at its default
-        until then. The relevance cap is never above ``max_perspectives``, and a setting
-        that follows another stage's (the expand stage's blend and thresholds) is that
-        one unless overridden.
-        """
-        out: dict[str, dict[str, Any]] = {}
-        for stage in ORDER:
-            out[stage.name] = defaults(stage, PIPELINE)
-            for section in dict.fromkeys(name for name in (stage.model, stage.name) if name):
-                out[stage.name].update(tuned.get(section, {}))
-        out["retrieve"]["candidates"] = self.candidates
-        out["evidence"]["depth"] = self.evidence_depth
-        out["verify"]["top"] = self.verify_top
-        for name, changes in self.overrides.items():
-            out[name].update(changes)
-        out["relevance"]["k"] = min(out["relevance"]["k"], self.max_perspectives)
-        for stage in ORDER:
-            for key, (source, setting) in followed(stage).items():
-                out[stage.name].setdefault(key, out[source][setting])
-        return out
+    def settings(self, scorers: Scorers) -> dict[str, dict[str, Any]]:
+        """Every stage's settings with these models: what was tuned on dev for them
+        (``scorers.settings``, each value checked against its stage and, in an error, named
+        by its file), the structural ones, then the overrides
+        (:func:`~perspectrum.pipeline.settings.stage_settings`); the relevance cap is never
+        above ``max_perspectives``."""
+        structural = {"retrieve": {"candidates": self.candidates}, "evidence": {"depth": self.evidence_depth},
+                      "verify": {"top": self.verify_top}}
+        return stage_settings(scorers.settings, getattr(scorers, "sources", {}), structural, self.overrides,
+                              self.max_perspectives)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "overrides": {k: dict(v) for k, v in self.overrides.items()}}
@@ -181,6 +167,10 @@ class _Ready:
     stages: tuple[Stage, ...]
     context: Context
     settings: dict[str, dict[str, Any]]
+
+    def stage(self, kind: type[S]) -> S:
+        """The configured stage of type ``kind`` (its settings, typed)."""
+        return next(stage for stage in self.stages if isinstance(stage, kind))
 
 
 class Pipeline:
@@ -277,7 +267,7 @@ class Pipeline:
                 dense = self.store.open(self.perspectives, "dense", show_progress=self.show_progress)
                 lend_vectors(dense, self.perspectives)
                 scorers = self._scorers()
-                settings = self.config.settings(scorers.settings)
+                settings = self.config.settings(scorers)
                 stages = tuple(configure(stage, settings[stage.name]) for stage in ORDER)
                 context = Context(scorers, HybridSearcher(bm25, dense), dense,
                                   dict(zip(self.perspectives.ids, self.perspectives.texts)),
@@ -307,6 +297,11 @@ class Pipeline:
         other scorers); this one's loaded models are shared unless ``scorers`` is given."""
         return Pipeline(self.perspectives, self.evidence_pool, self.store, self.models_dir, config, self.data_dir,
                         self.show_progress, scorers if scorers is not None else self.scorers)
+
+    def stage(self, kind: type[S]) -> S:
+        """The stage of type ``kind`` as this pipeline runs it: its settings, typed, e.g.
+        ``pipe.stage(Stance).threshold`` (loads the models if needed)."""
+        return self._get().stage(kind)
 
     @property
     def settings(self) -> dict[str, dict[str, Any]]:
@@ -476,7 +471,7 @@ class Pipeline:
 
     def _result(self, state: ClaimState, ready: _Ready, timings: dict[str, float], top: int | None,
                 with_evidence: bool, explain: bool) -> Discovery:
-        stance = ready.settings["stance"]
+        stance = ready.stage(Stance)
         text = ready.context.perspective_text
         found = []
         for group in state.groups:
@@ -484,8 +479,8 @@ class Pipeline:
                                        None if m.support is None else round(m.support, 4))
                               for m in (state.kept[i] for i in group.members))
             p = group.support
-            q = calibrated(p, stance["threshold"], stance["scale"])
-            phrasings, shown = headed(phrasings, q, stance["unclear"])
+            q = calibrated(p, stance.threshold, stance.scale)
+            phrasings, shown = headed(phrasings, q, stance.unclear)
             found.append(DiscoveredPerspective(
                 text=phrasings[0].text, id=phrasings[0].id, stance=shown,
                 support_probability=round(p, 4), stance_confidence=round(max(q, 1.0 - q), 4),

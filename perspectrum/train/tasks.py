@@ -28,7 +28,7 @@ from perspectrum.models.store import load_task, read_meta, save_ranker, save_tas
 from perspectrum.models.evidence_ranker import EvidenceRanker, Featurizer
 from perspectrum.train.evidence_ranker import fit_ranker
 from perspectrum.models.scorers import PIPELINE_FILE
-from perspectrum.models.settings import MODELS
+from perspectrum.models.scorers import MODELS
 from perspectrum.index.search import Hit
 
 @dataclass(frozen=True)

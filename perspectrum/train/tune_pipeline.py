@@ -29,9 +29,11 @@ from perspectrum.eval import offtopic
 from perspectrum.eval.metrics import percent
 from perspectrum.eval.pipeline import score
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
+from perspectrum.pipeline.results import calibrated
 from perspectrum.models.evidence_ranker import DEPTH, Debate, Key, WindowJob
 from perspectrum.models.scorers import PIPELINE_FILE, Scorers
-from perspectrum.models.settings import PIPELINE, SETTINGS, defaults
+from perspectrum.pipeline.stages import ORDER
+from perspectrum.pipeline.stages.base import PIPELINE, defaults
 
 #: Stance margins tried (0 = clusters split strictly by the stance model's side).
 MARGINS = (0.0, 0.05, 0.1, 0.2)
@@ -41,18 +43,30 @@ NEIGHBOURS = (0, 5, 10)
 #: gold perspectives; retrieved ones bring near-paraphrases of the opposite stance, and
 #: on dev a stricter cut mixed fewer clusters and raised strict T5 (``eval/results``).
 RAISES = (0.0, 0.05, 0.1, 0.15, 0.2)
-#: Settings chosen on dev end to end for a system by runs longer than the tune, added to what
-#: it chooses when no other are given. For the models of ``train all``: a
-#: one-sided answer takes the most relevant of its next 10 candidates shown on the other side
-#: (claims answered with both sides 79.1 % → 90.7 %, T1 F1 56.0 → 55.1, T5 found 25.2 → 24.7,
-#: strict 8.1 → 8.1; eval/results/both_sides_trained_dev.json); a
-#: paragraph that a cluster leaning the other way rates more than 0.15 above its own is dropped
-#: (top paragraphs of the other side 12.0 % → 10.1 % of the cards, T4 49.2 → 48.7) and one the
-#: ranker gives less than 0.1 is not shown (eval/results/evidence_side_trained_dev.json, the
-#: rules of benchmarks/evidence_side.py).
-CHOSEN_ON_DEV: dict[str, dict[str, dict[str, Any]]] = {
-    "trained": {"stance": {"other_side": 10}, "evidence": {"rival": 0.15, "floor": 0.1}},
-}
+#: The settings this tune chooses (the stance calibration's ``scale`` and ``unclear`` included).
+TUNED: dict[str, tuple[str, ...]] = {"relevance": ("floor",), "stance": ("margin", "scale", "unclear"),
+                                     "cluster": ("threshold",), "expand": ("neighbours", "agree")}
+
+
+def carried_settings() -> dict[str, dict[str, Any]]:
+    """The pipeline settings chosen on dev by runs longer than the tune, as stored with the
+    models that ship (their ``pipeline.json``): every stored setting this tune does not
+    choose (:data:`TUNED`). For the models of ``train all`` they are that a one-sided answer
+    takes the most relevant of its next 10 candidates shown on the other side, that a
+    paragraph a cluster leaning the other way rates more than 0.15 above its own is dropped,
+    and that one the ranker gives less than 0.1 is not shown (``eval/results``, the rules of
+    ``benchmarks/other_side_reads.py`` and ``benchmarks/evidence_side.py``)."""
+    import json
+
+    from perspectrum.models.shipped import source
+
+    path = source() / PIPELINE_FILE
+    stored = json.loads(path.read_text(encoding="utf-8"))["settings"] if path.is_file() else {}
+    carried = {stage: {k: v for k, v in values.items() if k not in TUNED.get(stage, ())}
+               for stage, values in stored.items()}
+    return {stage: values for stage, values in carried.items() if values}
+
+
 #: Most of the returned clusters with 2+ gold perspectives that may mix gold stances on dev.
 MAX_MIXED = 0.05
 #: When no run keeps mixing under :data:`MAX_MIXED`, the least mixing among the runs this
@@ -77,15 +91,18 @@ MAX_SHOWN_ECE = 0.05
 SCALES = tuple(round(0.1 * 100 ** (n / 100), 4) for n in range(101))
 
 
+def calibrate(support: Sequence[float], threshold: float, scale: float) -> np.ndarray:
+    """:func:`perspectrum.pipeline.results.calibrated` (the one formula the cards show) of each
+    P(support)."""
+    return np.array([calibrated(p, threshold, scale) for p in support], dtype=np.float64)
+
+
 def _fit_scale(support: np.ndarray, labels: np.ndarray, threshold: float) -> float:
-    """The temperature that makes σ(scale · (logit p − logit threshold)) most likely on ``labels``."""
+    """The temperature whose calibrated P(support) (:func:`calibrate`) is most likely on ``labels``."""
     from scipy.optimize import minimize_scalar
 
-    clipped = np.clip(support, 1e-6, 1 - 1e-6)
-    x = np.log(clipped / (1 - clipped)) - np.log(threshold / (1 - threshold))
-
     def loss(scale: float) -> float:
-        q = np.clip(1.0 / (1.0 + np.exp(-scale * x)), 1e-9, 1 - 1e-9)
+        q = np.clip(calibrate(support, threshold, scale), 1e-9, 1 - 1e-9)
         return float(-np.mean(np.where(labels, np.log(q), np.log(1 - q))))
 
     return float(minimize_scalar(loss, bounds=(0.05, 20.0), method="bounded").x)
@@ -99,7 +116,6 @@ def stance_calibration(dataset: Dataset, pipe: Pipeline, split: str = "dev") -> 
     on ``split`` (expected calibration error before and after, accuracy inside and outside
     the band)."""
     from perspectrum.eval.metrics import calibration_error
-    from perspectrum.pipeline.results import calibrated
 
     if split == "test":
         raise PerspectrumError("the stance calibration is fitted on dev, never on test")
@@ -113,8 +129,8 @@ def stance_calibration(dataset: Dataset, pipe: Pipeline, split: str = "dev") -> 
     support = np.asarray(pipe.scorers.stance(pairs), dtype=np.float64)
     labels = np.asarray(gold, dtype=bool)
     scale = _fit_scale(support, labels, threshold)
-    q = np.array([calibrated(p, threshold, scale) for p in support])
-    raw = np.array([calibrated(p, threshold, 1.0) for p in support])
+    q = calibrate(support, threshold, scale)
+    raw = calibrate(support, threshold, 1.0)
     right = (q >= 0.5) == labels
     share = {band: float(np.mean(np.abs(q - 0.5) < band)) for band in UNCLEAR_BANDS}
     unclear = max(band for band in UNCLEAR_BANDS if share[band] <= MAX_UNCLEAR)
@@ -160,22 +176,17 @@ def shown_calibration(claims: Sequence[Any], results: Sequence[Any], threshold: 
                     gold.append(sides[int(phrasing.id)])
     labels = np.asarray(gold, dtype=bool)
 
-    def calibrate(p: Sequence[float], scale: float) -> np.ndarray:
-        clipped = np.clip(np.asarray(p, dtype=np.float64), 1e-6, 1 - 1e-6)
-        x = np.log(clipped / (1 - clipped)) - np.log(threshold / (1 - threshold))
-        return 1.0 / (1.0 + np.exp(-scale * x))
-
     def error(scale: float, band: float) -> float:
-        q = calibrate(support, scale)
+        q = calibrate(support, threshold, scale)
         outside = np.abs(q - 0.5) >= band
         return calibration_error(np.maximum(q, 1 - q)[outside], ((q >= 0.5) == labels)[outside])
 
     def widest_band(scale: float) -> float:
-        distance = np.abs(calibrate(card_p, scale) - 0.5)
+        distance = np.abs(calibrate(card_p, threshold, scale) - 0.5)
         return max(b for b in UNCLEAR_BANDS if float(np.mean(distance < b)) <= MAX_UNCLEAR) if card_p else 0.0
 
     def unclear_cards(scale: float, band: float) -> float:
-        return float(np.mean(np.abs(calibrate(card_p, scale) - 0.5) < band)) if card_p else 0.0
+        return float(np.mean(np.abs(calibrate(card_p, threshold, scale) - 0.5) < band)) if card_p else 0.0
 
     kept = {"scale": float(fitted["scale"]), "unclear": float(fitted["unclear"])}
     before = error(kept["scale"], kept["unclear"]) if support else 0.0
@@ -209,6 +220,7 @@ class CachingScorers:
         self.inner = inner
         self.kind = inner.kind
         self.settings = inner.settings
+        self.sources = getattr(inner, "sources", {})
         self._scores: dict[str, dict[Any, float]] = {}
         self._evidence: dict[tuple[Debate, int], list[tuple[int, Any, float]]] = {}
         self._windows: dict[WindowJob, np.ndarray] = {}
@@ -324,7 +336,7 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
         return pipe.with_config(PipelineConfig(**{**pipe.config.to_dict(), "overrides": overrides}), cached)
 
     # what the pipeline does before it is tuned: every setting chosen here at its default
-    base = {stage.name: defaults(stage, PIPELINE) for stage in SETTINGS if defaults(stage, PIPELINE)}
+    base = {stage.name: defaults(stage, PIPELINE) for stage in ORDER if defaults(stage, PIPELINE)}
     runs: list[dict[str, Any]] = []
     cut = pipe.scorers.settings["equivalence"]["threshold"]
     single = len(margins) == len(neighbours) == len(raises) == 1
@@ -368,7 +380,7 @@ def tune_pipeline(dataset: Dataset, pipe: Pipeline, split: str = "dev", show_pro
             rows += [trial(margin, n, cut + step) for step in raises for n in neighbours if (step, n) != (0.0, 0)]
             chosen = pick(rows)
     settings = chosen["settings"]
-    for stage, values in (chosen_before if chosen_before is not None else CHOSEN_ON_DEV.get(pipe.system, {})).items():
+    for stage, values in (chosen_before if chosen_before is not None else carried_settings()).items():
         settings.setdefault(stage, {}).update(values)
     calibration = stance_calibration(dataset, pipe, split)
     settings["stance"].update(calibration["settings"])

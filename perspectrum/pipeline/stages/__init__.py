@@ -1,10 +1,10 @@
 """The pipeline's stages, one job each, in the order :class:`perspectrum.Pipeline` runs them.
 
-retrieve → relevance → stance → cluster → expand → evidence → verify. Each is the frozen
-dataclass of its settings (:mod:`perspectrum.models.settings`, the one place they and
-their defaults are written) with ``run(states, context)`` added; a new stage is a new
-module here, its settings class there, and one entry in :data:`ORDER` and in
-:data:`perspectrum.models.settings.SETTINGS`.
+retrieve → relevance → stance → cluster → expand → evidence → verify. Each is a frozen
+dataclass whose fields are its settings, declared in its own module with their types,
+defaults and who chooses them (:mod:`perspectrum.pipeline.stages.base`), with
+``run(states, context)`` added; a new stage is a new module here and one entry in
+:data:`ORDER`.
 """
 
 from perspectrum.pipeline.stages.base import Candidate, ClaimState, Context, Group, Member, Stage, configure
@@ -16,8 +16,8 @@ from perspectrum.pipeline.stages.retrieve import Retrieve
 from perspectrum.pipeline.stages.stance import Stance
 from perspectrum.pipeline.stages.verify import Verify
 
-#: Every stage, in running order.
-ORDER: tuple[type, ...] = (Retrieve, Relevance, Stance, ClusterStage, Expand, EvidenceStage, Verify)
+#: Every stage, in running order: the one list of them.
+ORDER: tuple[type[Stage], ...] = (Retrieve, Relevance, Stance, ClusterStage, Expand, EvidenceStage, Verify)
 #: Stages that need evidence (skipped by ``discover(..., evidence=False)``).
 EVIDENCE_STAGES = ("evidence", "verify")
 

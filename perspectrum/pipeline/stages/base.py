@@ -1,26 +1,61 @@
 """What every stage shares: the per-claim record it reads and writes, the context it
-reads models and indexes from, and how its settings are checked.
+reads models and indexes from, and how a stage declares and checks its settings.
 
-A stage is a frozen dataclass whose fields are its settings (its class in
-:mod:`perspectrum.models.settings`, which gives their types and defaults), with a
-``name`` and one method, ``run(states, context)``, that advances every claim of a batch
-by one step (so each model is called once per stage per batch). Stages talk only
+A stage is a frozen dataclass whose fields are its settings, declared once, in the
+stage's own module, with their types, defaults and who chooses them (:func:`setting`),
+with a ``name`` and one method, ``run(states, context)``, that advances every claim of a
+batch by one step (so each model is called once per stage per batch). Stages talk only
 through the named fields of :class:`ClaimState`, never through positions in tuples.
+
+Who chooses a setting's value, as its field says:
+
+- :data:`MODEL`: the dev tuning of the model that answers the stage (``perspectrum
+  train``), stored beside the model under its name (:attr:`Stage.model`; the cluster
+  stage's is ``equivalence``): ``thresholds`` in ``models/<model>/perspectrum.json`` (the
+  evidence ranker's ``ranker_thresholds``). These have no default: a file without one is
+  damaged. (The tuning grids' other keys, ``centre``, ``method`` and ``aggregate``, are
+  evaluation's, not the pipeline's.)
+- :data:`PIPELINE`: ``perspectrum tune``, end to end on dev, stored by stage name in
+  ``pipeline.json`` beside the models; until it has run, the default.
+- ``follows``: another stage's setting unless overridden (expansion admits paraphrases
+  by the cluster stage's blend and cut, and sides by the stance stage's threshold).
+- the rest: :class:`~perspectrum.PipelineConfig` (candidates, evidence depth, verify
+  top), or its overrides.
+
+Every setting is a finite number (``float``), a whole number of at least 0 (``int``) or
+a switch (``bool``); the files that hold them are JSON a person may edit.
 """
 
 from __future__ import annotations
 
+import math
+import reprlib
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from perspectrum._checks import is_whole
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.results import EvidenceHit
 from perspectrum.models.scorers import Scorers
-from perspectrum.models.settings import check_settings
 from perspectrum.index.search import DocId, HybridSearcher
+
+#: Chosen by the dev tuning of the stage's model, stored with the model.
+MODEL = "model"
+#: Chosen by ``perspectrum tune`` for the pipeline as a whole, stored in ``pipeline.json``.
+PIPELINE = "pipeline"
+#: How each type of setting is described when a value does not fit it.
+WANTED = {"bool": "true or false", "int": "a whole number", "float": "a finite number"}
+
+
+def setting(default: Any = MISSING, *, chosen: str | tuple[str, ...] = (),
+            follows: tuple[str, str] | None = None) -> Any:
+    """A stage setting: its default (none: it must be given), who chooses it on dev
+    (:data:`MODEL`, :data:`PIPELINE`), and the (stage, setting) it copies unless given."""
+    return field(default=default, metadata={"chosen": (chosen,) if isinstance(chosen, str) else tuple(chosen),
+                                            "follows": follows})
 
 
 @dataclass
@@ -88,23 +123,103 @@ class Context:
     evidence_text: Mapping[DocId, str]
 
 
-class Stage(Protocol):
-    """One step of the pipeline (see the module docstring)."""
+class Stage:
+    """One step of the pipeline (see the module docstring): a frozen dataclass of its
+    settings with ``run`` added."""
 
+    #: The stage's name: the key of its settings, overrides and timings.
     name: ClassVar[str]
+    #: The model whose dev tuning chooses its :data:`MODEL` settings, if any.
+    model: ClassVar[str | None] = None
 
-    def run(self, states: list[ClaimState], context: Context) -> None: ...
+    def run(self, states: list[ClaimState], context: Context) -> None:
+        raise NotImplementedError
 
 
-S = TypeVar("S")
+class Cut:
+    """The four settings :func:`perspectrum.models.rules.keep` cuts a ranking by."""
+
+    relative: bool
+    threshold: float
+    k: int
+    min_keep: int
+
+    @property
+    def cut(self) -> dict[str, Any]:
+        """The cut as :func:`~perspectrum.models.rules.keep` takes it (also what evaluation applies)."""
+        return {"relative": self.relative, "threshold": self.threshold, "k": self.k, "min_keep": self.min_keep}
+
+
+class UnknownSetting(PerspectrumError):
+    """A stage, model or setting name that the stages do not know (:func:`check_stage`)."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message)
+        #: the unknown name, as ``stage`` or ``stage.setting``
+        self.name = name
+
+
+def chosen_by(stage: type[Stage], who: str) -> tuple[str, ...]:
+    """The settings of ``stage`` that ``who`` (:data:`MODEL` or :data:`PIPELINE`) chooses."""
+    return tuple(f.name for f in fields(stage) if who in f.metadata.get("chosen", ()))  # type: ignore[arg-type]
+
+
+def defaults(stage: type[Stage], who: str) -> dict[str, Any]:
+    """The defaults of the settings of ``stage`` that ``who`` chooses (those that have one)."""
+    return {f.name: f.default for f in fields(stage)  # type: ignore[arg-type]
+            if who in f.metadata.get("chosen", ()) and f.default is not MISSING}
+
+
+def followed(stage: type[Stage]) -> dict[str, tuple[str, str]]:
+    """The settings of ``stage`` that copy another stage's unless given: name → (stage, setting)."""
+    return {f.name: f.metadata["follows"] for f in fields(stage) if f.metadata.get("follows")}  # type: ignore[arg-type]
+
+
+def fits(kind: Any, value: Any) -> bool:
+    """Whether ``value`` is a setting of type ``kind`` (``"bool"``, ``"int"`` or ``"float"``)."""
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return is_whole(value, least=0)
+    if kind == "float":  # NaN would pass (or fail) every cut silently, so it is refused
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return True
+
+
+def check_stage(stage: type[Stage], section: str, values: Any, where: object, chosen: str | None = None) -> None:
+    """Refuse a setting ``stage`` does not have, or a value of the wrong type, with one line
+    naming ``where`` (the file, or what gave the settings) and ``section.key``: a switch must
+    be true or false, a count a whole number (at least 0), anything else a finite number.
+    ``chosen`` limits the settings to those it chooses (:data:`PIPELINE`: what
+    ``pipeline.json`` may hold). Unknown names raise :class:`UnknownSetting`.
+
+    A cut-off edited by hand to ``"high"``, ``null`` or a list would otherwise fail as a
+    TypeError deep inside a stage, and one edited to ``NaN`` would not fail at all: every
+    comparison with it is false, so a stage would silently keep nothing (or everything).
+    """
+    if not isinstance(values, Mapping):
+        raise PerspectrumError(f"{where}: the {section} settings must be a JSON object, not {reprlib.repr(values)}")
+    known = {f.name: f for f in fields(stage)  # type: ignore[arg-type]
+             if chosen is None or chosen in f.metadata.get("chosen", ())}
+    for key, value in values.items():
+        if key not in known:
+            raise UnknownSetting(f"{where}: unknown setting {section}.{key} (known: {', '.join(known)})",
+                                 f"{section}.{key}")
+        kind = known[key].type
+        if not fits(kind, value):
+            raise PerspectrumError(f"{where}: setting {section}.{key} must be {WANTED[kind]}, "
+                                   f"not {reprlib.repr(value)}")
+
+
+S = TypeVar("S", bound=Stage)
 
 
 def configure(stage: type[S], settings: Mapping[str, Any], where: str = "pipeline settings") -> S:
     """``stage`` built from ``settings``: an unknown key or a value of the wrong type
-    (:func:`~perspectrum.models.settings.check_settings`), or a setting without a default
-    left out, is a one-line :class:`PerspectrumError` naming ``where``, the stage and the key."""
-    name = stage.name  # type: ignore[attr-defined]
-    check_settings({name: settings}, where)
+    (:func:`check_stage`), or a setting without a default left out, is a one-line
+    :class:`PerspectrumError` naming ``where``, the stage and the key."""
+    name = stage.name
+    check_stage(stage, name, settings, where)
     kinds = {f.name: f.type for f in fields(stage)}  # type: ignore[arg-type]
     missing = [f.name for f in fields(stage) if f.name not in settings  # type: ignore[arg-type]
                and f.default is MISSING and f.default_factory is MISSING]

@@ -16,19 +16,35 @@ is confident), so its stance is the stance of every confident member.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
+from typing import ClassVar
 
 import numpy as np
 
-from perspectrum.models.rules import blend, groups, split_sides, vote
-from perspectrum.models.settings import ClusterSettings
-from perspectrum.pipeline.stages.base import ClaimState, Context, Group
+from perspectrum.models.rules import blend, groups, split_sides, cluster_support
+from perspectrum.pipeline.stages.base import MODEL, PIPELINE, ClaimState, Context, Group, Stage, setting
 
 
-class ClusterStage(ClusterSettings):
-    """Stance-aware average-linkage clusters (see the module docstring; settings:
-    :class:`~perspectrum.models.settings.ClusterSettings`). Not :class:`perspectrum.data.Cluster`,
-    a gold cluster of the dataset."""
+@dataclass(frozen=True, kw_only=True)
+class ClusterStage(Stage):
+    """Stance-aware average-linkage clusters (see the module docstring;. Not :class:`perspectrum.data.Cluster`,
+    a gold cluster of the dataset.
+
+    Settings (declared here, once; who chooses each: :func:`~perspectrum.pipeline.stages.base.setting`).
+
+    Attributes:
+        weight: of the equivalence model against the pair's cosine.
+        threshold: blended similarity at or above which two perspectives are one
+            (clusters are cut at distance 1 − threshold): the equivalence model's own,
+            tuned on gold perspectives, unless ``perspectrum tune`` found a stricter one
+            better for retrieved perspectives.
+    """
+
+    name: ClassVar[str] = "cluster"
+    model: ClassVar[str | None] = "equivalence"
+    weight: float = setting(chosen=MODEL)
+    threshold: float = setting(chosen=(MODEL, PIPELINE))
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         cosines = []
@@ -63,5 +79,5 @@ class ClusterStage(ClusterSettings):
             split = [part for g in groups(matrix, self.threshold) for part in split_sides(g, sides, matrix,
                                                                                           self.threshold)]
             # kept is most relevant first, so each cluster's first index is its representative
-            state.groups = [Group(sorted(g), vote([kept[i].support for i in g], [sides[i] for i in g]))
+            state.groups = [Group(sorted(g), cluster_support([kept[i].support for i in g], [sides[i] for i in g]))
                             for g in sorted(split, key=min)]

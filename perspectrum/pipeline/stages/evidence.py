@@ -9,13 +9,13 @@ that side, and is dropped from this one; one below the ``floor`` is not shown at
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from perspectrum.models.evidence_ranker import Debate
+from perspectrum.models.evidence_ranker import DEPTH, Debate
 from perspectrum.pipeline.results import EvidenceHit
 from perspectrum.models.rules import keep, ranked
-from perspectrum.models.settings import EvidenceSettings
-from perspectrum.pipeline.stages.base import ClaimState, Context
+from perspectrum.pipeline.stages.base import MODEL, PIPELINE, ClaimState, Context, Cut, Stage, setting
 
 
 def debate(state: ClaimState, context: Context) -> Debate:
@@ -24,10 +24,35 @@ def debate(state: ClaimState, context: Context) -> Debate:
     return Debate(state.claim, tuple(tuple(text[state.kept[i].id] for i in g.members) for g in state.groups))
 
 
-class EvidenceStage(EvidenceSettings):
-    """Candidates per cluster from the evidence pool, scored against the sibling clusters
-    (settings: :class:`~perspectrum.models.settings.EvidenceSettings`). Not
-    :class:`perspectrum.data.Evidence`, a paragraph of the dataset's evidence pool."""
+@dataclass(frozen=True, kw_only=True)
+class EvidenceStage(Stage, Cut):
+    """Candidates per cluster from the evidence pool, scored against the sibling clusters. Not
+    :class:`perspectrum.data.Evidence`, a paragraph of the dataset's evidence pool.
+
+    Settings (declared here, once; who chooses each: :func:`~perspectrum.pipeline.stages.base.setting`).
+
+    Attributes:
+        relative, threshold, k, min_keep: the dev-tuned cut on P(evidence).
+        depth: hybrid candidates retrieved per cluster (by default the depth the ranker
+            was trained at, :data:`~perspectrum.models.evidence_ranker.DEPTH`).
+        rival: a kept paragraph is dropped from a cluster when a cluster of the claim that
+            leans the other way (by ``stance_threshold``, the stance stage's unless given)
+            scored it more than this above it: it argues the other side (1: never). Chosen on dev.
+        floor: a paragraph the ranker gives a probability below this is not shown, even as
+            the one ``min_keep`` keeps; a card left with none says no evidence was found
+            (0: all shown). Chosen on dev.
+    """
+
+    name: ClassVar[str] = "evidence"
+    model: ClassVar[str | None] = "evidence"
+    relative: bool = setting(chosen=MODEL)
+    threshold: float = setting(chosen=MODEL)
+    k: int = setting(chosen=MODEL)
+    min_keep: int = setting(chosen=MODEL)
+    depth: int = DEPTH
+    rival: float = setting(1.0, chosen=PIPELINE)
+    floor: float = setting(0.0, chosen=PIPELINE)
+    stance_threshold: float = setting(0.5, follows=("stance", "threshold"))
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         debates = {n: debate(state, context) for n, state in enumerate(states) if state.groups}

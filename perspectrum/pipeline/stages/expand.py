@@ -16,14 +16,16 @@ their similarity to the cluster): the side is decided by the whole cluster.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
 from perspectrum.models.rules import blend
-from perspectrum.models.settings import ExpandSettings
-from perspectrum.pipeline.stages.base import ClaimState, Context, Member
+from perspectrum.pipeline.stages.base import PIPELINE, ClaimState, Context, Member, Stage, setting
 
 
-def vote(members: list[int], kept: list[Member], similarity: dict[object, float]) -> float:
+def weighted_support(members: list[int], kept: list[Member], similarity: dict[object, float]) -> float:
     """A cluster's P(support) from every member whose stance was read: the mean weighted by
     each kept member's relevance and each added paraphrase's similarity to the cluster
     (weights floored at 0.05, so none is silenced); 0.5 when none was read."""
@@ -36,16 +38,42 @@ def vote(members: list[int], kept: list[Member], similarity: dict[object, float]
 
 
 def _decide(states: list[ClaimState], similarity: dict[tuple[int, object], float]) -> None:
-    """Every cluster's P(support) by :func:`vote`; ``similarity`` keyed by (claim, paraphrase id)."""
+    """Every cluster's P(support) by :func:`weighted_support`; ``similarity`` keyed by (claim, paraphrase id)."""
     for n, state in enumerate(states):
         own = {doc_id: value for (m, doc_id), value in similarity.items() if m == n}
         for group in state.groups:
-            group.support = vote(group.members, state.kept, own)
+            group.support = weighted_support(group.members, state.kept, own)
 
 
-class Expand(ExpandSettings):
-    """Paraphrases from the pool for every cluster, off when ``neighbours`` is 0 (settings:
-    :class:`~perspectrum.models.settings.ExpandSettings`)."""
+@dataclass(frozen=True, kw_only=True)
+class Expand(Stage):
+    """Paraphrases from the pool for every cluster, off when ``neighbours`` is 0.
+
+    Settings (declared here, once; who chooses each: :func:`~perspectrum.pipeline.stages.base.setting`).
+
+    Attributes:
+        weight, threshold: the blend and cut a paraphrase must pass (the cluster
+            stage's unless given, so an added member is as similar as a clustered one).
+        neighbours: pool neighbours of each cluster's centroid read by the model (0: off).
+        agree: read each admitted paraphrase's stance and keep it only when it falls on
+            its cluster's side of ``stance_threshold`` (the stance stage's unless given).
+        vote: read each admitted paraphrase's stance, admit it whatever its side, and decide
+            each cluster's P(support) from all its members and paraphrases, each weighted by
+            its relevance to the claim (a paraphrase by its similarity to the cluster), so one
+            mislabelled member is outvoted by the rest (``agree`` is then not applied).
+        budget: at most this many (cluster, neighbour) pairs read by the equivalence model per
+            claim, the closest to their cluster's representative first (0: no limit). It bounds
+            the work a claim with many clusters causes.
+    """
+
+    name: ClassVar[str] = "expand"
+    weight: float = setting(follows=("cluster", "weight"))
+    threshold: float = setting(follows=("cluster", "threshold"))
+    neighbours: int = setting(0, chosen=PIPELINE)
+    agree: bool = setting(False, chosen=PIPELINE)
+    vote: bool = setting(False, chosen=PIPELINE)
+    budget: int = setting(0)
+    stance_threshold: float = setting(follows=("stance", "threshold"))
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         if self.neighbours < 1:

@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from perspectrum.models.rules import above, blend, keep, ranked
-from perspectrum.models.settings import RelevanceSettings
-from perspectrum.pipeline.stages.base import ClaimState, Context, Member
+from perspectrum.pipeline.stages.base import MODEL, PIPELINE, ClaimState, Context, Cut, Member, Stage, setting
 
 
-class Relevance(RelevanceSettings):
+@dataclass(frozen=True, kw_only=True)
+class Relevance(Stage, Cut):
     """Score each candidate, blend with its cosine, keep what is not under the floor by
-    :func:`perspectrum.models.rules.keep` (settings: :class:`~perspectrum.models.settings.RelevanceSettings`)."""
+    :func:`perspectrum.models.rules.keep`.
+
+    Settings (declared here, once; who chooses each: :func:`~perspectrum.pipeline.stages.base.setting`).
+
+    Attributes:
+        weight: of the relevance model against the dense cosine.
+        relative, threshold, k, min_keep: the dev-tuned cut (see :func:`~perspectrum.models.rules.keep`).
+        floor: absolute blended score below which nothing is kept, chosen on dev
+            against off-topic claims: a claim whose best candidate is under it gets an
+            empty answer and a notice instead of confident nonsense (0: no floor).
+    """
+
+    name: ClassVar[str] = "relevance"
+    model: ClassVar[str | None] = "relevance"
+    weight: float = setting(chosen=MODEL)
+    relative: bool = setting(chosen=MODEL)
+    threshold: float = setting(chosen=MODEL)
+    k: int = setting(chosen=MODEL)
+    min_keep: int = setting(chosen=MODEL)
+    floor: float = setting(0.0, chosen=PIPELINE)
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         pairs = [(s.claim, context.perspective_text[c.id]) for s in states for c in s.candidates]

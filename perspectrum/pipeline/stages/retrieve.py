@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
 from perspectrum.models.rules import latin_script
-from perspectrum.models.settings import RetrieveSettings
-from perspectrum.pipeline.stages.base import Candidate, ClaimState, Context
+from perspectrum.pipeline.stages.base import Candidate, ClaimState, Context, Stage
 
 
-class Retrieve(RetrieveSettings):
+@dataclass(frozen=True, kw_only=True)
+class Retrieve(Stage):
     """Hybrid top-``candidates`` of the perspective pool, each with its dense cosine to the
-    claim (settings: :class:`~perspectrum.models.settings.RetrieveSettings`)."""
+    claim.
+
+    Settings (declared here, once; who chooses each: :func:`~perspectrum.pipeline.stages.base.setting`).
+
+    Attributes:
+        candidates: perspectives retrieved per claim and read by the relevance model.
+        latin_only: a claim mostly in another script gets no candidates and a notice
+            (:func:`~perspectrum.models.rules.latin_script`); turn off for models that read it.
+    """
+
+    name: ClassVar[str] = "retrieve"
+    candidates: int = 50
+    latin_only: bool = True
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         if self.latin_only:

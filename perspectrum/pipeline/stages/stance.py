@@ -8,18 +8,49 @@ side among the next ``other_side`` under the relevance cut, when one is there.
 
 from __future__ import annotations
 
-from perspectrum.models.settings import StanceSettings
+from dataclasses import dataclass
+from typing import ClassVar
+
 from perspectrum.pipeline.results import calibrated, side
-from perspectrum.pipeline.stages.base import ClaimState, Context, Member
+from perspectrum.pipeline.stages.base import MODEL, PIPELINE, ClaimState, Context, Member, Stage, setting
 
 
 #: Candidates the other-side search reads per round (it stops at the first on the other side).
 OTHER_SIDE_CHUNK = 3
 
 
-class Stance(StanceSettings):
-    """P(support) per kept perspective and its confident side (settings:
-    :class:`~perspectrum.models.settings.StanceSettings`)."""
+@dataclass(frozen=True, kw_only=True)
+class Stance(Stage):
+    """P(support) per kept perspective and its confident side.
+
+    Settings (declared here, once; who chooses each: :func:`~perspectrum.pipeline.stages.base.setting`).
+
+    Attributes:
+        threshold: P(support) at or above it reads as support (tuned on dev).
+        margin: a member is confident (side ±1) when its P(support) is at least this
+            far from ``threshold``; 0 makes every member confident, so clusters split
+            strictly by side. Chosen on dev.
+        scale: temperature scaling of the shown confidence, fitted on dev's gold pairs:
+            calibrated P(support) = σ(scale · (logit P(support) − logit threshold)), so it
+            is 0.5 exactly at the threshold and the side never changes (1: unfitted).
+        unclear: a perspective whose calibrated P(support) is within this of 0.5 is shown
+            as "side unclear" rather than forced onto a side (0: never). Chosen on dev.
+        other_side: when no kept perspective is shown on one of the two sides, read the
+            stance of this many next-most-relevant candidates (under the relevance cut,
+            above its floor) and keep the most relevant one shown on the missing side
+            (0: never). Chosen on dev.
+        floor: the relevance a candidate read by ``other_side`` must reach (the relevance
+            stage's floor unless given).
+    """
+
+    name: ClassVar[str] = "stance"
+    model: ClassVar[str | None] = "stance"
+    threshold: float = setting(chosen=MODEL)
+    margin: float = setting(0.0, chosen=PIPELINE)
+    scale: float = setting(1.0, chosen=PIPELINE)
+    unclear: float = setting(0.0, chosen=PIPELINE)
+    other_side: int = setting(0, chosen=PIPELINE)
+    floor: float = setting(0.0, follows=("relevance", "floor"))
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         pairs = [(s.claim, context.perspective_text[m.id]) for s in states for m in s.kept]

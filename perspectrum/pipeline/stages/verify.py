@@ -10,14 +10,14 @@ dropped.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import numpy as np
 
 from perspectrum.models.rules import EVIDENCE_STRIDE
-from perspectrum.models.settings import VerifySettings
 from perspectrum.pipeline.results import calibrated
-from perspectrum.pipeline.stages.base import ClaimState, Context
+from perspectrum.pipeline.stages.base import PIPELINE, ClaimState, Context, Stage, setting
 from perspectrum.pipeline.stages.evidence import debate
 from perspectrum.text.sentences import window_sentences, windows
 
@@ -34,10 +34,28 @@ def place(paragraph: str, window: str) -> tuple[int | None, int | None]:
     return start, end + len(parts[-1])
 
 
-class Verify(VerifySettings):
+@dataclass(frozen=True, kw_only=True)
+class Verify(Stage):
     """Best window of the top kept paragraphs (windows every :data:`EVIDENCE_STRIDE` sentences,
-    as the verifier was fitted and evaluation reads them; settings:
-    :class:`~perspectrum.models.settings.VerifySettings`)."""
+    as the verifier was fitted and evaluation reads them;.
+
+    Settings (declared here, once; who chooses each: :func:`~perspectrum.pipeline.stages.base.setting`).
+
+    Attributes:
+        top: kept paragraphs per cluster whose windows are read (0: none).
+        against: a verified paragraph whose window the stance model reads on the other side
+            of its cluster, at least this sure (calibrated, as cards show it), argues that
+            side and is dropped (1: never). Chosen on dev. Reads the stance thresholds and
+            calibration (``stance_threshold``, ``stance_scale``, ``stance_unclear``) from the
+            stance stage unless given.
+    """
+
+    name: ClassVar[str] = "verify"
+    top: int = 1
+    against: float = setting(1.0, chosen=PIPELINE)
+    stance_threshold: float = setting(0.5, follows=("stance", "threshold"))
+    stance_scale: float = setting(1.0, follows=("stance", "scale"))
+    stance_unclear: float = setting(0.0, follows=("stance", "unclear"))
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         jobs, owner = [], []

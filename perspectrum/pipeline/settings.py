@@ -1,0 +1,110 @@
+"""Every stage's settings together: checked by name, merged from where they are stored.
+
+Each stage declares its own settings in its module (:mod:`perspectrum.pipeline.stages`);
+this module reads them through :data:`~perspectrum.pipeline.stages.ORDER` only, so a new
+stage needs nothing here. The models carry what was stored for them as it was stored
+(:attr:`~perspectrum.models.scorers.Scorers.settings`: under each model's name what its
+own dev tuning chose, under each stage's name what ``perspectrum tune`` chose for the
+pipeline); :func:`stage_settings` checks it against the stages, naming the file it came
+from, and merges it with the defaults, the structural settings and the overrides.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from collections.abc import Mapping
+from typing import Any
+
+from perspectrum.errors import PerspectrumError
+from perspectrum.pipeline.stages import ORDER
+from perspectrum.pipeline.stages.base import (MODEL, PIPELINE, Stage, UnknownSetting, check_stage, chosen_by,
+                                              defaults, followed)
+
+#: Each stage by its name.
+BY_STAGE: dict[str, type[Stage]] = {s.name: s for s in ORDER}
+#: Each stage by the model whose dev tuning chooses its :data:`MODEL` settings.
+BY_MODEL: dict[str, type[Stage]] = {s.model: s for s in ORDER if s.model}
+
+
+def check_settings(settings: Mapping[str, Mapping[str, Any]], where: object, chosen: str | None = None) -> None:
+    """Refuse a stage or setting the stages do not have, or a value of the wrong type, with
+    one line naming ``where`` (:func:`~perspectrum.pipeline.stages.base.check_stage`).
+
+    ``settings`` is keyed by stage name, or by model name with ``chosen=MODEL`` (what a
+    model's dev tuning stored); ``chosen`` limits the settings to those that it chooses
+    (``PIPELINE``: what ``pipeline.json`` may hold). Unknown names raise :class:`UnknownSetting`.
+    """
+    by_name = BY_MODEL if chosen == MODEL else BY_STAGE
+    for section, values in settings.items():
+        stage = by_name.get(section)
+        if stage is None:
+            kind = "model" if chosen == MODEL else "stage"
+            raise UnknownSetting(f"{where}: unknown {kind} {section!r} ({kind}s: {', '.join(by_name)})", str(section))
+        check_stage(stage, section, values, where, chosen)
+
+
+def stage_settings(tuned: Mapping[str, Mapping[str, Any]], sources: Mapping[str, Mapping[str, tuple[object, str]]],
+                   structural: Mapping[str, Mapping[str, Any]], overrides: Mapping[str, Mapping[str, Any]],
+                   cap: int) -> dict[str, dict[str, Any]]:
+    """Every stage's settings: the defaults, the dev-tuned values, the structural ones, then
+    the overrides, each checked against the stage that declares it.
+
+    ``tuned`` is the loaded models' stored settings (:attr:`Scorers.settings
+    <perspectrum.models.scorers.Scorers.settings>`): a stage takes its model's (the cluster
+    stage, the equivalence model's), then its own from ``pipeline.json``. ``sources`` says,
+    by section and key, which file a value came from and who chose it (:data:`MODEL` or
+    :data:`PIPELINE`), so that a damaged or hand-edited value is a one-line error naming its
+    file and what to run: a model's missing cut-off, a setting ``pipeline.json`` may not
+    hold, a value of the wrong type. A model file's other keys (its tuning grid's
+    ``centre``, ``method``, ``aggregate``) are evaluation's and are left out. What
+    ``perspectrum tune`` chooses is at its default until it has run. The relevance cap is
+    never above ``cap``; a setting that follows another stage's
+    (the expand stage's blend and thresholds) is that one unless overridden.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for stage in ORDER:
+        out[stage.name] = defaults(stage, PIPELINE)
+        for section in dict.fromkeys(name for name in (stage.model, stage.name) if name):
+            out[stage.name].update(_stored(stage, section, tuned.get(section, {}), sources.get(section, {})))
+        if stage.model:
+            missing = [n for n in chosen_by(stage, MODEL) if n not in out[stage.name]]
+            if missing:
+                where = next(iter(sources.get(stage.model, {}).values()), ("the models' settings",))[0]
+                raise PerspectrumError(f"{where} is damaged (no setting {missing[0]!r}): run `perspectrum train "
+                                       f"{stage.model} --tune-only` to choose its cut-offs again")
+    for name, values in (*structural.items(), *overrides.items()):
+        out[name].update(values)
+    out["relevance"]["k"] = min(out["relevance"]["k"], cap)
+    for stage in ORDER:
+        for key, (source, setting) in followed(stage).items():
+            out[stage.name].setdefault(key, out[source][setting])
+    return out
+
+
+def _stored(stage: type[Stage], section: str, values: Any, sources: Mapping[str, tuple[object, str]]
+            ) -> dict[str, Any]:
+    """The values stored under ``section`` that ``stage`` reads, each checked (see :func:`stage_settings`)."""
+    if not isinstance(values, Mapping):
+        where = next(iter(sources.values()), ("the models' settings",))[0]
+        raise PerspectrumError(f"{where}: the {section} settings must be a JSON object, not {reprlib.repr(values)}")
+    kept = {}
+    order = {name: n for n, name in enumerate(chosen_by(stage, MODEL))}
+    # a model's cut-offs in the order the stage declares them, then the pipeline file's, as stored
+    items = sorted(values.items(), key=lambda kv: (0, order.get(kv[0], 0)) if sources.get(kv[0], ("", ""))[1] == MODEL
+                   else (1, 0))
+    for key, value in items:
+        where, who = sources.get(key, ("the models' settings", ""))
+        if who == MODEL and key not in chosen_by(stage, MODEL):
+            continue  # the tuning grid's own keys
+        try:
+            check_stage(stage, section, {key: value}, where, PIPELINE if who == PIPELINE else None)
+        except UnknownSetting as exc:
+            if who == PIPELINE:
+                raise PerspectrumError(f"{where} is damaged (unexpected setting {exc.name}): run `perspectrum tune` "
+                                       "again or delete it") from None
+            raise
+        kept[key] = value
+    return kept
+
+
+__all__ = ["BY_MODEL", "BY_STAGE", "check_settings", "stage_settings"]
