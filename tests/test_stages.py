@@ -22,7 +22,8 @@ from perspectrum.eval.pipeline import assign_clusters, score
 from perspectrum.train.tune_pipeline import CachingScorers, choose_floor
 from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
 from perspectrum.models.rules import above, average_linkage, keep, latin_script, ranked
-from perspectrum.pipeline.stages import ClaimState, ClusterStage, Context, Member, Relevance, Stance, configure
+from perspectrum.pipeline.stages import ClaimState, ClusterStage, Context, Member, Relevance, Stance
+from perspectrum.pipeline.settings import configure
 
 
 # ----------------------------------------------------------------------------- rules

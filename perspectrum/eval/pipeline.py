@@ -42,7 +42,8 @@ from perspectrum.models.evidence_ranker import Debate
 from perspectrum.models.rules import keep, ranked
 from perspectrum.models.scorers import MODELS
 from perspectrum.models.store import T_METRIC
-from perspectrum.pipeline.stages import EvidenceStage, configure
+from perspectrum.pipeline.settings import configure
+from perspectrum.pipeline.stages import EvidenceStage
 
 
 def _found_claims(claims: Sequence[Claim], found: dict[int, set[int]]) -> list[Claim]:

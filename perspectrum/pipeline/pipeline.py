@@ -52,11 +52,11 @@ from perspectrum.pipeline.results import (
     headed,
 )
 from perspectrum.models.scorers import Scorers
-from perspectrum.pipeline.settings import check_settings, stage_settings
+from perspectrum.pipeline.settings import check_settings, configure, stage_settings
 from perspectrum.index.dense import lend_vectors
 from perspectrum.index.search import HybridSearcher
 from perspectrum.pipeline.stages import (EVIDENCE_STAGES, ORDER, ClaimState, Context, EvidenceStage, Retrieve, Stage,
-                                         Stance, Verify, configure)
+                                         Stance, Verify)
 from perspectrum.text.sentences import checked
 from perspectrum.pipeline.mapping import LOWER, MAX_MAP_UNITS, MapSettings, PerspectiveMap, build_map
 from perspectrum._progress import progress

@@ -1,4 +1,4 @@
-"""Every stage's settings together: checked by name, merged from where they are stored.
+"""Stage settings checked, merged from where they are stored, and stages built from them.
 
 Each stage declares its own settings in its module (:mod:`perspectrum.pipeline.stages`);
 this module reads them through :data:`~perspectrum.pipeline.stages.ORDER` only, so a new
@@ -11,19 +11,102 @@ from, and merges it with the defaults, the structural settings and the overrides
 
 from __future__ import annotations
 
+import math
 import reprlib
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import MISSING, fields
+from typing import Any, TypeVar
 
+from perspectrum._checks import is_whole
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.stages import ORDER
-from perspectrum.pipeline.stages.base import (MODEL, PIPELINE, Stage, UnknownSetting, check_stage, chosen_by,
-                                              defaults, followed)
+from perspectrum.pipeline.stages.base import MODEL, PIPELINE, Stage
 
+#: How each type of setting is described when a value does not fit it.
+WANTED = {"bool": "true or false", "int": "a whole number", "float": "a finite number"}
+S = TypeVar("S", bound=Stage)
 #: Each stage by its name.
 BY_STAGE: dict[str, type[Stage]] = {s.name: s for s in ORDER}
 #: Each stage by the model whose dev tuning chooses its :data:`MODEL` settings.
 BY_MODEL: dict[str, type[Stage]] = {s.model: s for s in ORDER if s.model}
+
+
+class UnknownSetting(PerspectrumError):
+    """A stage, model or setting name that the stages do not know (:func:`check_stage`)."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message)
+        #: the unknown name, as ``stage`` or ``stage.setting``
+        self.name = name
+
+
+def chosen_by(stage: type[Stage], who: str) -> tuple[str, ...]:
+    """The settings of ``stage`` that ``who`` (:data:`MODEL` or :data:`PIPELINE`) chooses."""
+    return tuple(f.name for f in fields(stage) if who in f.metadata.get("chosen", ()))  # type: ignore[arg-type]
+
+
+def defaults(stage: type[Stage], who: str) -> dict[str, Any]:
+    """The defaults of the settings of ``stage`` that ``who`` chooses (those that have one)."""
+    return {f.name: f.default for f in fields(stage)  # type: ignore[arg-type]
+            if who in f.metadata.get("chosen", ()) and f.default is not MISSING}
+
+
+def followed(stage: type[Stage]) -> dict[str, tuple[str, str]]:
+    """The settings of ``stage`` that copy another stage's unless given: name → (stage, setting)."""
+    return {f.name: f.metadata["follows"] for f in fields(stage) if f.metadata.get("follows")}  # type: ignore[arg-type]
+
+
+def fits(kind: Any, value: Any) -> bool:
+    """Whether ``value`` is a setting of type ``kind`` (``"bool"``, ``"int"`` or ``"float"``)."""
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return is_whole(value, least=0)
+    if kind == "float":  # NaN would pass (or fail) every cut silently, so it is refused
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return True
+
+
+def check_stage(stage: type[Stage], section: str, values: Any, where: object, chosen: str | None = None) -> None:
+    """Refuse a setting ``stage`` does not have, or a value of the wrong type, with one line
+    naming ``where`` (the file, or what gave the settings) and ``section.key``: a switch must
+    be true or false, a count a whole number (at least 0), anything else a finite number.
+    ``chosen`` limits the settings to those it chooses (:data:`PIPELINE`: what
+    ``pipeline.json`` may hold). Unknown names raise :class:`UnknownSetting`.
+
+    A cut-off edited by hand to ``"high"``, ``null`` or a list would otherwise fail as a
+    TypeError deep inside a stage, and one edited to ``NaN`` would not fail at all: every
+    comparison with it is false, so a stage would silently keep nothing (or everything).
+    """
+    if not isinstance(values, Mapping):
+        raise PerspectrumError(f"{where}: the {section} settings must be a JSON object, not {reprlib.repr(values)}")
+    known = {f.name: f for f in fields(stage)  # type: ignore[arg-type]
+             if chosen is None or chosen in f.metadata.get("chosen", ())}
+    for key, value in values.items():
+        if key not in known:
+            raise UnknownSetting(f"{where}: unknown setting {section}.{key} (known: {', '.join(known)})",
+                                 f"{section}.{key}")
+        kind = known[key].type
+        if not fits(kind, value):
+            raise PerspectrumError(f"{where}: setting {section}.{key} must be {WANTED[kind]}, "
+                                   f"not {reprlib.repr(value)}")
+
+
+def configure(stage: type[S], settings: Mapping[str, Any], where: str = "pipeline settings") -> S:
+    """``stage`` built from ``settings``: an unknown key or a value of the wrong type
+    (:func:`check_stage`), or a setting without a default left out, is a one-line
+    :class:`PerspectrumError` naming ``where``, the stage and the key."""
+    name = stage.name
+    check_stage(stage, name, settings, where)
+    kinds = {f.name: f.type for f in fields(stage)}  # type: ignore[arg-type]
+    missing = [f.name for f in fields(stage) if f.name not in settings  # type: ignore[arg-type]
+               and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise PerspectrumError(f"{where}: no setting {', '.join(f'{name}.{key}' for key in missing)} "
+                               f"(the {name} stage has no default for it)")
+    cast = {"float": float, "int": int}
+    return stage(**{key: cast[kinds[key]](value) if kinds[key] in cast else value  # type: ignore[call-arg]
+                    for key, value in settings.items()})
 
 
 def check_settings(settings: Mapping[str, Mapping[str, Any]], where: object, chosen: str | None = None) -> None:
@@ -107,4 +190,5 @@ def _stored(stage: type[Stage], section: str, values: Any, sources: Mapping[str,
     return kept
 
 
-__all__ = ["BY_MODEL", "BY_STAGE", "check_settings", "stage_settings"]
+__all__ = ["BY_MODEL", "BY_STAGE", "UnknownSetting", "check_settings", "check_stage", "chosen_by", "configure", "defaults",
+           "followed", "stage_settings"]

@@ -33,7 +33,8 @@ from perspectrum.pipeline.results import calibrated
 from perspectrum.models.evidence_ranker import DEPTH, Debate, Key, WindowJob
 from perspectrum.models.scorers import PIPELINE_FILE, Scorers
 from perspectrum.pipeline.stages import ORDER
-from perspectrum.pipeline.stages.base import PIPELINE, defaults
+from perspectrum.pipeline.settings import defaults
+from perspectrum.pipeline.stages.base import PIPELINE
 
 #: Stance margins tried (0 = clusters split strictly by the stance model's side).
 MARGINS = (0.0, 0.05, 0.1, 0.2)

@@ -7,7 +7,7 @@ defaults and who chooses them (:mod:`perspectrum.pipeline.stages.base`), with
 :data:`ORDER`.
 """
 
-from perspectrum.pipeline.stages.base import Candidate, ClaimState, Context, Group, Member, Stage, configure
+from perspectrum.pipeline.stages.base import Candidate, ClaimState, Context, Group, Member, Stage
 from perspectrum.pipeline.stages.cluster import ClusterStage
 from perspectrum.pipeline.stages.evidence import EvidenceStage
 from perspectrum.pipeline.stages.expand import Expand
@@ -22,4 +22,4 @@ ORDER: tuple[type[Stage], ...] = (Retrieve, Relevance, Stance, ClusterStage, Exp
 EVIDENCE_STAGES = ("evidence", "verify")
 
 __all__ = ["ORDER", "EVIDENCE_STAGES", "Candidate", "ClaimState", "ClusterStage", "Context", "EvidenceStage",
-           "Expand", "Group", "Member", "Relevance", "Retrieve", "Stage", "Stance", "Verify", "configure"]
+           "Expand", "Group", "Member", "Relevance", "Retrieve", "Stage", "Stance", "Verify"]
