@@ -129,7 +129,7 @@ def test_unsure_members_join_and_the_cluster_takes_its_confident_members_side() 
     support = {TEXTS[1]: 0.9, TEXTS[2]: 0.45, TEXTS[3]: 0.1, TEXTS[4]: 0.55}
     state, _ = _clustered(support, margin=0.2)
     for group in state.groups:
-        sides = {state.kept[i].side for i in group.members} - {0}
+        sides = {state.kept[i].leaning for i in group.members} - {0}
         assert len(sides) <= 1
         if sides:  # the cluster's stance is its confident members' stance
             assert (group.support >= 0.5) == (sides == {1})

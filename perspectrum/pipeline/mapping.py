@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from perspectrum.models.rules import blend, groups, split_sides, cluster_support
+from perspectrum.models.rules import blend, cluster_support, groups, split_sides
 from perspectrum.pipeline.results import calibrated, side
 from perspectrum.text.mining import MinedUnit
 from perspectrum.text.polarity import takes_no_side

@@ -67,15 +67,16 @@ class Candidate:
 class Member:
     """A kept perspective: its relevance and, once the stance stage has read it, its P(support).
 
-    ``side`` is +1 or −1 when the stance model is confident (P(support) at least
-    ``margin`` from the threshold), else 0; clustering never joins +1 with −1.
+    ``leaning`` is +1 or −1 when the stance model is confident (P(support) at least
+    ``margin`` from the threshold), else 0; clustering never joins +1 with −1. (A *side*
+    is what a card shows: ``"support"``, ``"undermine"`` or ``"unclear"``.)
     ``added`` marks a paraphrase the expand stage brought in from the pool.
     """
 
     id: DocId
     relevance: float
     support: float | None = None
-    side: int = 0
+    leaning: int = 0
     added: bool = False
 
 

@@ -7,7 +7,7 @@ threshold. Two rules keep clusters honest about stance:
 - *cannot-link*: a pair the stance model puts confidently on opposite sides has
   similarity 0 and is never scored (it also saves the model call);
 - *split*: average linkage can still merge two groups whose other pairs are similar
-  enough to outweigh a zero, so a cluster holding both confident sides keeps its
+  enough to outweigh a zero, so a cluster holding both confident leanings (+1 and −1) keeps its
   majority side and the others are clustered again among themselves.
 
 A cluster's P(support) is the mean over its confident members (all members when none
@@ -22,7 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from perspectrum.models.rules import blend, groups, split_sides, cluster_support
+from perspectrum.models.rules import blend, cluster_support, groups, split_sides
 from perspectrum.pipeline.stages.base import MODEL, PIPELINE, ClaimState, Context, Group, Stage, setting
 
 
@@ -57,7 +57,7 @@ class ClusterStage(Stage):
         for n, state in enumerate(states):
             kept = state.kept
             for i, j in combinations(range(len(kept)), 2):
-                if kept[i].side * kept[j].side < 0:  # confident opposites: cannot-link
+                if kept[i].leaning * kept[j].leaning < 0:  # confident opposites: cannot-link
                     matrices[n][i, j] = matrices[n][j, i] = 0.0
                     continue
                 # a pair the model could not lift to the threshold even at 1.0 is not
@@ -75,9 +75,9 @@ class ClusterStage(Stage):
         for state, matrix in zip(states, matrices):
             np.fill_diagonal(matrix, 1.0)
             kept = state.kept
-            sides = [m.side for m in kept]
-            split = [part for g in groups(matrix, self.threshold) for part in split_sides(g, sides, matrix,
+            leanings = [m.leaning for m in kept]
+            split = [part for g in groups(matrix, self.threshold) for part in split_sides(g, leanings, matrix,
                                                                                           self.threshold)]
             # kept is most relevant first, so each cluster's first index is its representative
-            state.groups = [Group(sorted(g), cluster_support([kept[i].support for i in g], [sides[i] for i in g]))
+            state.groups = [Group(sorted(g), cluster_support([kept[i].support for i in g], [leanings[i] for i in g]))
                             for g in sorted(split, key=min)]

@@ -58,7 +58,7 @@ class Stance(Stage):
         for state in states:
             for member in state.kept:
                 member.support = float(next(scores))
-                member.side = self.side(member.support)
+                member.leaning = self.leaning(member.support)
         if self.other_side:
             self.add_other_side(states, context)
 
@@ -94,12 +94,12 @@ class Stance(Stage):
                 other = [(c, p) for c, p in read if self.shown(p) not in (have, "unclear")]
                 if other:
                     c, p = other[0]
-                    state.kept.append(Member(c.id, c.score, support=p, side=self.side(p)))
+                    state.kept.append(Member(c.id, c.score, support=p, leaning=self.leaning(p)))
                 elif len(rest) > start + OTHER_SIDE_CHUNK:
                     waiting.append((state, have, rest))
             asks = waiting
 
-    def side(self, support: float) -> int:
+    def leaning(self, support: float) -> int:
         """+1 confident support, −1 confident undermine, 0 unsure."""
         if abs(support - self.threshold) < self.margin:
             return 0
