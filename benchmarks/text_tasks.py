@@ -1,7 +1,7 @@
 """Tune and score `mine` and `match` on PERSPECTRUM (dev-tuned; the split named scored once).
 
-    python -m benchmarks.text_tasks mine --split dev   # tune on dev → eval/results/mine_dev.json
-    python -m benchmarks.text_tasks mine --split test  # score test with dev's choice → eval/results/mine_test.json
+    python -m benchmarks.text_tasks mine --split dev   # tune on dev → eval/results/mine_trained_dev.json
+    python -m benchmarks.text_tasks mine --split test  # score test with dev's choice → eval/results/mine_trained_test.json
 
 What each measures is in :mod:`perspectrum.eval.mining` and :mod:`perspectrum.eval.matching`.
 The settings dev chooses are the defaults of :class:`perspectrum.text.mining.MineSettings` and
