@@ -2,7 +2,7 @@
 
 Run from the repository root with PERSPECTRUM_DATA set::
 
-    python -m benchmarks.backend_parity --json eval/results/backend_parity.json
+    python -m benchmarks.backend_parity --json eval/results/backend_parity_base_nosplit.json
 
 Builds into a fresh temporary folder (your ``indexes/`` is left alone). The figures are
 the ones ``tests/test_backends.py`` asserts on (see :mod:`perspectrum.eval.backends`).
@@ -25,7 +25,7 @@ from perspectrum.eval.backends import lucene_parity, milvus_fulltext_overlap, mi
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, default=Path("eval/results/backend_parity.json"))
+    parser.add_argument("--json", type=Path, default=Path("eval/results/backend_parity_base_nosplit.json"))
     args = parser.parse_args()
     from importlib.metadata import version
 

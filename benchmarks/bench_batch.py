@@ -1,7 +1,7 @@
 """Benchmark `discover-batch`: the local engine against Ray with 1 and 2 workers per stage.
 
     python -m benchmarks.bench_batch [--limit 200] [--split test] [--batch-size 16]
-                                     [--json eval/results/bench_batch.json]
+                                     [--json eval/results/bench_batch_trained_test.json]
 
 Over the first ``--limit`` claims of a split (read from ``$PERSPECTRUM_DATA`` or
 ``--data-dir``), each engine writes a fresh results file in a temporary folder:
@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--index-dir", type=Path, help="[default: $PERSPECTRUM_INDEXES or ./indexes]")
     parser.add_argument("--models-dir", type=Path, help="[default: $PERSPECTRUM_MODELS or ./models]")
     parser.add_argument("--no-verify", action="store_true", help="skip the data's checksums (test fixtures)")
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "bench_batch.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "bench_batch_trained_test.json")
     args = parser.parse_args()
     if args.limit < 1 or args.batch_size < 1:
         parser.error("--limit and --batch-size must be at least 1")

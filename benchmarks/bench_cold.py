@@ -1,6 +1,6 @@
 """Compare the cold start of two checkouts, run in turn so drift in the machine's speed hits both.
 
-    python -m benchmarks.bench_cold --runs 10 --json eval/results/cold_start.json \
+    python -m benchmarks.bench_cold --runs 10 --json eval/results/cold_start_trained_nosplit.json \
         --side before /path/to/old/checkout /old/indexes /old/models /old/cache \
         --side after  .                      /new/indexes /new/models /new/cache
 

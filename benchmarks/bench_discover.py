@@ -1,7 +1,7 @@
 """Benchmark `discover`: latency per stage and end to end, cold start, memory, throughput.
 
     python -m benchmarks.bench_discover [--split test] [--batch-size 16] [--cold-runs 5]
-                                        [--json eval/results/bench_discover.json]
+                                        [--json eval/results/bench_discover_shipped_test.json]
 
 - cold start: a fresh Python process imports perspectrum, loads the pipeline and opens
   every index and model (``Pipeline.warm_up``), with indexes and models already built
@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--split", default="test")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--cold-runs", type=int, default=5, help="fresh processes timed for the cold start")
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "bench_discover.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "bench_discover_shipped_test.json")
     args = parser.parse_args()
     os.chdir(ROOT)
     claims = [c.text for c in load_dataset().split(args.split)]

@@ -2,7 +2,7 @@
 
 Run from the repository root with PERSPECTRUM_DATA set::
 
-    python -m benchmarks.bench_index --json eval/results/index_build.json
+    python -m benchmarks.bench_index --json eval/results/index_build_base_nosplit.json
 
 Builds into a fresh temporary folder (your ``indexes/`` is left alone), then times
 ``perspectrum index build`` as a user runs it, a second time, over that folder.
@@ -26,7 +26,7 @@ from perspectrum.index.store import IndexStore, KINDS
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, default=Path("eval/results/index_build.json"))
+    parser.add_argument("--json", type=Path, default=Path("eval/results/index_build_base_nosplit.json"))
     args = parser.parse_args()
     dataset = load_dataset()
     with tempfile.TemporaryDirectory() as root:

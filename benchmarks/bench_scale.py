@@ -2,7 +2,7 @@
 
 Run from the repository root with PERSPECTRUM_DATA set (nothing else running: it times)::
 
-    python -m benchmarks.bench_scale --json eval/results/bench_scale.json --plot eval/results/bench_scale.png
+    python -m benchmarks.bench_scale --json eval/results/bench_scale_base_nosplit.json --plot eval/results/bench_scale_base_nosplit.png
 
 The pools are PERSPECTRUM's 11,112 perspectives (the first 10k for the smallest) plus
 generated sentences: the first half of one real sentence joined to the second half of
@@ -188,8 +188,8 @@ def plot(result: dict[str, Any], path: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, default=Path("eval/results/bench_scale.json"))
-    parser.add_argument("--plot", type=Path, default=Path("eval/results/bench_scale.png"))
+    parser.add_argument("--json", type=Path, default=Path("eval/results/bench_scale_base_nosplit.json"))
+    parser.add_argument("--plot", type=Path, default=Path("eval/results/bench_scale_base_nosplit.png"))
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--skip", nargs="*", default=[], help="engine labels to leave out at the largest size")
     args = parser.parse_args()

@@ -1,7 +1,7 @@
 """Load-test `perspectrum serve` on loopback, bounded: a fixed number of requests, a time limit.
 
     python -m benchmarks.bench_serve [--requests 200] [--concurrency 8] [--workers 2] [--split dev] [--distinct N]
-                                     [--time-limit 1800] [--json eval/results/bench_serve.json]
+                                     [--time-limit 1800] [--json eval/results/bench_serve_trained_dev.json]
 
 1. starts a real `perspectrum serve --port 0` (the models and indexes `discover` would use)
    and waits for ``/health``;
@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, default=None, help="ask only the split's first N claims")
     parser.add_argument("--time-limit", type=float, default=1800, help="seconds; later requests are not sent")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "bench_serve.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "bench_serve_trained_dev.json")
     args = parser.parse_args()
     os.chdir(ROOT)
     began = time.monotonic()

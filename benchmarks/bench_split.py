@@ -1,6 +1,6 @@
 """Time sentence splitting of long paragraphs: pysbd in one pass against the capped pieces.
 
-    python -m benchmarks.bench_split [--json eval/results/bench_split.json]
+    python -m benchmarks.bench_split [--json eval/results/bench_split_base_nosplit.json]
 
 Two kinds of long paragraph, each cut to 25, 100 and 200 thousand characters: what a
 user's pool holding a whole document as one record looks like. "distinct" is
@@ -32,7 +32,7 @@ LENGTHS = (25_000, 100_000, 200_000)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "bench_split.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "bench_split_base_nosplit.json")
     args = parser.parse_args()
     dataset = load_dataset()
     ordered = [dataset.evidence[eid].text for eid in sorted(dataset.evidence)]

@@ -1,7 +1,7 @@
 """Benchmark ways to run the stance model on a CPU: does any make `discover` cheaper?
 
     python -m benchmarks.bench_stance_runtime [--model models/stance] [--claims 24]
-                                              [--json eval/results/bench_stance_runtime.json]
+                                              [--json eval/results/bench_stance_runtime_trained_dev.json]
 
 Stance is read for every kept perspective of a claim (up to 30), so the stance model's
 forward pass on one claim's pairs is what `discover` pays for it. This times that pass,
@@ -110,7 +110,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=ROOT / "models" / "stance")
     parser.add_argument("--claims", type=int, default=48)
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "bench_stance_runtime.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "bench_stance_runtime_trained_dev.json")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     warnings.simplefilter("ignore")

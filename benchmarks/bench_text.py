@@ -2,7 +2,7 @@
 on 2 cores), warm (a loaded pipeline, as a server or a script holds it) and as a whole
 command (models loaded from disk first).
 
-    python -m benchmarks.bench_text  # → eval/results/bench_text.json
+    python -m benchmarks.bench_text  # → eval/results/bench_text_trained_nosplit.json
 
 The text is dev evidence paragraphs joined until it holds 10,000 words (a transcript-sized
 document; paragraphs, not one block), written to a temporary file for the command runs.
@@ -29,7 +29,7 @@ from perspectrum.pipeline.pipeline import Pipeline
 WORDS = 10_000
 ARGUMENTS = 16
 RUNS = 5
-RESULTS = Path(__file__).resolve().parents[1] / "eval" / "results" / "bench_text.json"
+RESULTS = Path(__file__).resolve().parents[1] / "eval" / "results" / "bench_text_trained_nosplit.json"
 
 
 def _document() -> tuple[str, str, list[str]]:

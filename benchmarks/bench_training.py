@@ -1,15 +1,15 @@
 """How fast can a task's model train, and what does each saving cost on dev?
 
-    python -m benchmarks.bench_training TASK VARIANT [VARIANT ...] [--json eval/results/TASK_training.json]
+    python -m benchmarks.bench_training TASK VARIANT [VARIANT ...] [--json eval/results/TASK_training_recipes_dev.json]
 
 `train all` must fit in 30 minutes on 2 cores (issue 13); the last one took 103 minutes
-of training (`eval/results/train_all.json`), the MPNet stance model 41 of them. Each
+of training (`eval/results/train_all_shipped_train.json`), the MPNet stance model 41 of them. Each
 variant trains TASK's model with the shipped recipe changed in the ways it names (one
 epoch, lower layers frozen, batches of similar length), tunes its thresholds on dev
 exactly as `perspectrum train TASK` does, and records the minutes and the dev metrics
 beside the recipe. Nothing here reads test. Variants are merged into the JSON by name, so
 they can be run one at a time; the shipped recipe's own row is TASK's entry of
-`train_all.json`.
+`train_all_shipped_train.json`.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep each variant's model under KEEP/VARIANT (to run other checks on it)")
     args = parser.parse_args()
-    out = args.json or ROOT / "eval" / "results" / f"{args.task}_training.json"
+    out = args.json or ROOT / "eval" / "results" / f"{args.task}_training_recipes_dev.json"
     dataset = load_dataset()
     store = IndexStore(folders.index_dir(None))
     shipped = CONFIGS[args.task]

@@ -13,10 +13,8 @@
   first window and for a window picked at random (expected), which a verifier must beat.
 
 The window scorer is the one ``discover`` uses: the evidence ranker's window verifier
-(:mod:`perspectrum.models.evidence_ranker`). Before it, ``discover`` used the mean cosine of the window's
-sentences to the cluster's first perspective (``eval/results/windows_sentence-cosine.json``),
-and before that the evidence cross-encoder (``windows_cross-encoder.json``, on the older
-separation sample: 80 clusters' hybrid top-20 and every gold paragraph).
+(:mod:`perspectrum.models.evidence_ranker`). Its baseline is the mean cosine of the window's
+sentences to the cluster's first perspective (``eval/results/windows_cosine_trained_dev.json``).
 """
 
 from __future__ import annotations
@@ -114,7 +112,7 @@ def main() -> None:
     result["separation"] = separation(dataset, scorers, pipe.store)  # type: ignore[arg-type]
     print("separation:", result["separation"], flush=True)
     result["seconds"] = round(time.perf_counter() - started, 1)
-    out = args.json or ROOT / "eval" / "results" / "windows_verifier.json"
+    out = args.json or ROOT / "eval" / "results" / "windows_verifier_trained_dev.json"
     print(f"wrote {write_json(out, result)}")
 
 

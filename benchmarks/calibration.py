@@ -14,7 +14,7 @@ unclear" is left out of the wrong-side share and the calibration error, and coun
 the unclear share of cards); "before" also gives the calibration error of the confidence
 the previous version showed (P(support) rescaled linearly around the threshold).
 
-Writes ``eval/results/calibration_<split>.json`` and ``calibration_<split>.png`` (a
+Writes ``eval/results/calibration_<name>_<split>.json`` and ``calibration_<name>_<split>.png`` (a
 reliability diagram).
 """
 

@@ -1,6 +1,6 @@
 """Cheaper evidence vectors for a first run: how fast, and how close to float32's?
 
-    python -m benchmarks.encode_parity [--sample 300] [--json eval/results/encode_parity_dev.json]
+    python -m benchmarks.encode_parity [--sample 300] [--json eval/results/encode_parity_base_dev.json]
 
 What an index build adopts (``bfloat16``): each of the evidence and perspective pools encoded
 whole in bfloat16 autocast, at the batch size the indexes use, against the float32 vectors
@@ -130,7 +130,7 @@ def _seconds(work: Any) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=300)
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "encode_parity_dev.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "encode_parity_base_dev.json")
     args = parser.parse_args()
     import torch
 
@@ -202,7 +202,7 @@ def main() -> None:
         "paragraphs": len(paragraph_ids), "cosine_median": round(float(np.median(cosine)), 4),
         "cosine_p5": round(float(np.percentile(cosine, 5)), 4), "overlap_at_10": _overlap(today, means, 10),
         "overlap_at_20": _overlap(today, means, 20), "gold_recall_at_20": {"today": recall(today), "mean": recall(means)},
-        "saves": "the whole evidence dense index build (336 s of the 30 min 57 s in fresh_machine_34.json)"}
+        "saves": "the whole evidence dense index build (336 s of a fresh machine's 31-minute first setup)"}
     record["bfloat16"] = _bfloat16(root, dataset, claims, queries)
     record["batch_sizes"] = _batch_sizes(texts, list(Pool.sentences_of(Pool.from_dataset(dataset, "evidence")).texts))
     write_json(args.json, record)

@@ -1,6 +1,6 @@
 """How long a newcomer waits: from `git clone` to the quickstart's answer, on this machine.
 
-    python -m benchmarks.first_answer [--claim "..."] [--json eval/results/first_answer.json]
+    python -m benchmarks.first_answer [--claim "..."] [--json eval/results/first_answer_shipped_nosplit.json]
 
 Clones this repository's HEAD into a fresh folder and runs ``scripts/quickstart.sh`` there under
 ``/usr/bin/time -v``, as a new user would: a new virtual environment (packages from pip's cache:
@@ -40,7 +40,7 @@ def _time_v(report: str, field: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--claim", default=CLAIM)
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "first_answer.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "first_answer_shipped_nosplit.json")
     parser.add_argument("--keep", action="store_true", help="keep the clone (its path is printed)")
     parser.add_argument("--cold-install", action="store_true",
                         help="also time the install step alone in a second clone with pip's cache off")

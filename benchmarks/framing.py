@@ -1,6 +1,6 @@
 """Which pool sentences only frame the debate, and is any of them a gold perspective?
 
-    python -m benchmarks.framing [--json eval/results/framing_pool.json]
+    python -m benchmarks.framing [--json eval/results/framing_pool_base_nosplit.json]
 
 Runs :func:`perspectrum.text.polarity.takes_no_side` over every sentence of PERSPECTRUM's
 perspective pool and lists the matches (by id) with the gold clusters (claim, split, stance) each
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "framing_pool.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "framing_pool_base_nosplit.json")
     args = parser.parse_args()
     dataset = load_dataset()
     gold: dict[int, list[dict[str, object]]] = {}

@@ -1,6 +1,6 @@
 """How clean are the `match` benchmark's "not made" labels? A dev-only study.
 
-    python -m benchmarks.match_labels  # → eval/results/match_labels_dev.json
+    python -m benchmarks.match_labels  # → eval/results/match_labels_trained_dev.json
 
 The benchmark (:mod:`perspectrum.eval.matching`) labels every retrieved perspective outside
 the claim's gold clusters "not made". PERSPECTRUM repeats topics across debates, so some of
@@ -9,7 +9,7 @@ both say "made" for the gold one and "not made" for its paraphrase. This counts 
 wrong candidate is *ambiguous* when our equivalence judge (the model blended with the
 cosine and cut as the clustering stage does, as `mine` is judged) finds it equivalent to a
 perspective of a gold cluster of the same claim whose evidence is in the speech. It then
-scores the shipped setting and the embedding baseline (``match_dev.json``'s settings) on
+scores the shipped setting and the embedding baseline (``match_trained_dev.json``'s settings) on
 every candidate and with the ambiguous ones left out, to show how much of the gap between
 them the label noise hides. Dev only: nothing here chooses a setting.
 """
@@ -37,7 +37,7 @@ def main() -> None:
     started = time.perf_counter()
     dataset = load_dataset(verify=False)
     pipe = Pipeline.load(verify=False, show_progress=True)
-    tuned = json.loads((RESULTS / "match_dev.json").read_text())
+    tuned = json.loads((RESULTS / "match_trained_dev.json").read_text())
     docs = match_documents(dataset, "dev", _searcher(pipe))
     triples, where, wrong = [], [], 0
     for d, doc in enumerate(docs):
@@ -72,7 +72,7 @@ def main() -> None:
                                                     - systems[SYSTEMS[1]][view]["accuracy"], 2)
                                         for view in ("all_candidates", "ambiguous_left_out")},
               "seconds": round(time.perf_counter() - started, 1)}
-    path = write_json(RESULTS / "match_labels_dev.json", result)
+    path = write_json(RESULTS / "match_labels_trained_dev.json", result)
     print(json.dumps(result, indent=1))
     print(f"wrote {path}")
 

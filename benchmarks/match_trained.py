@@ -1,9 +1,9 @@
 """Would a reader trained on PERSPECTRUM's evidence links lift `match`'s recall? A dev-only study.
 
-    python -m benchmarks.match_trained  # → eval/results/match_trained_dev.json (31 min on 2 cores)
+    python -m benchmarks.match_trained  # → eval/results/match_reader_trained_dev.json (31 min on 2 cores)
 
-`match` misses about a third of the arguments a speech makes (``match_dev.json``), and
-``match_labels_dev.json`` showed that this recall, not the noisy "not made" labels, keeps it
+`match` misses about a third of the arguments a speech makes (``match_trained_dev.json``), and
+``match_labels_trained_dev.json`` showed that this recall, not the noisy "not made" labels, keeps it
 from the issue's +10 points over the embedding baseline. A sentence-level reader cannot see
 a paragraph that backs a perspective without stating it in any one sentence, so this study
 trains one that reads whole paragraphs: a MiniLM cross-encoder on (argument, paragraph)
@@ -141,7 +141,7 @@ def main() -> None:
         "scoring_seconds": round(scoring_seconds, 1),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    path = write_json(RESULTS / "match_trained_dev.json", result)
+    path = write_json(RESULTS / "match_reader_trained_dev.json", result)
     print(json.dumps({k: v for k, v in result.items() if k != "systems"}, indent=1))
     print(f"wrote {path}")
 

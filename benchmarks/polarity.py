@@ -7,7 +7,7 @@ its own stored setting, then the same perspectives against each claim's negation
 (:func:`perspectrum.text.polarity.negate`, labels flipped), and reports accuracy overall,
 on the claims that ban, abolish, limit or end something, and on the negated claims
 (:func:`perspectrum.eval.trained.polarity_check`). Rows are merged into
-``eval/results/stance_polarity.json`` by ``NAME``. Dev only unless told otherwise.
+``eval/results/stance_polarity_recipes_dev.json`` by ``NAME``. Dev only unless told otherwise.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from perspectrum.eval.trained import polarity_check
 from perspectrum.models.store import load_task, read_meta
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "eval" / "results" / "stance_polarity.json"
+OUT = ROOT / "eval" / "results" / "stance_polarity_recipes_dev.json"
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Does `perspectrum serve`'s memory level off? Its resident set size over many requests.
 
     python -m benchmarks.serve_memory [--requests 1000] [--every 50] [--size auto|fixture|real]
-                                      [--json eval/results/serve_memory.json]
+                                      [--json eval/results/serve_memory_fixture_nosplit.json]
 
 A fault run saw the server grow from 1,146 to 1,283 MB over 200 requests; growth that goes
 on is a leak, growth that stops is caches and allocators filling. This starts a real
@@ -136,7 +136,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--every", type=int, default=50, help="read the RSS after every this many requests")
     parser.add_argument("--size", choices=("auto", "fixture", "real"), default="auto")
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "serve_memory.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "serve_memory_fixture_nosplit.json")
     args = parser.parse_args()
     size, why = args.size, why_not_real() if args.size != "fixture" else None
     if size == "real" and why:

@@ -1,7 +1,7 @@
 """How small can each trained model ship, and what does each form cost on dev?
 
     python -m benchmarks.small_forms --models-dir M [--tasks relevance stance equivalence]
-        [--json eval/results/small_forms_dev.json]
+        [--json eval/results/small_forms_shipped_dev.json]
 
 M holds the models of `perspectrum train all`. Each candidate form stores a model's change
 from its base encoder (:mod:`perspectrum.train.pack`): every weight matrix's change in int8
@@ -46,7 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models-dir", type=Path, required=True)
     parser.add_argument("--tasks", nargs="+", default=list(FORMS), choices=list(FORMS))
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "small_forms_dev.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "small_forms_shipped_dev.json")
     parser.add_argument("--no-verify", action="store_true", help="data other than the release's (tests' fixtures)")
     args = parser.parse_args()
     dataset = load_dataset(verify=not args.no_verify)

@@ -12,7 +12,7 @@ Scores the stance model in ``MODELS/stance`` at its own stored setting on the sp
   the cluster's side (:func:`evidence_checks`): text like what ``mine`` and ``map`` read. Each
   gold cluster's evidence backs it, so such a pair carries a side for free.
 
-Rows are merged into ``eval/results/stance_checks_<split>.json`` by ``NAME``. Dev unless told.
+Rows are merged into ``eval/results/stance_checks_recipes_<split>.json`` by ``NAME``. Dev unless told.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--name", required=True, help="the row's name in the JSON")
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
     args = parser.parse_args()
-    out = ROOT / "eval" / "results" / f"stance_checks_{args.split}.json"
+    out = ROOT / "eval" / "results" / f"stance_checks_recipes_{args.split}.json"
     dataset = load_dataset()
     meta = read_meta(args.models_dir, "stance")
     started = time.perf_counter()

@@ -9,7 +9,7 @@ evidence paragraphs, each with its cluster's target
 (:func:`perspectrum.train.examples.evidence_examples`). Each model's thresholds are tuned on
 dev as ``train`` tunes them; then :func:`benchmarks.stance_checks.evidence_checks` and the polarity check score dev's
 gold perspective pairs and the sentences and windows of each dev cluster's first evidence
-paragraph. Writes ``eval/results/stance_evidence_dev.json``. Dev only.
+paragraph. Writes ``eval/results/stance_evidence_recipes_dev.json``. Dev only.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evidence", type=float, nargs="+", default=[0.0, 0.5])
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "stance_evidence_dev.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "stance_evidence_recipes_dev.json")
     args = parser.parse_args()
     dataset = load_dataset()
     store = IndexStore(folders.index_dir(None))

@@ -8,7 +8,7 @@ the same gold pairs in the same order with the same seed: once on (claim, perspe
 with every claim blanked, and scores each on dev's gold pairs the way it was trained, at 0.5
 and at the threshold dev likes best for it. The gap between the two is what reading the claim
 is worth; a small gap means the model leans on the perspective alone. MiniLM, a sixth of
-MPNet's cost on a CPU, so both fit in minutes. Writes ``eval/results/stance_shortcut_dev.json``.
+MPNet's cost on a CPU, so both fit in minutes. Writes ``eval/results/stance_shortcut_recipes_dev.json``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _accuracy(scores: np.ndarray, gold: np.ndarray, threshold: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "stance_shortcut_dev.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "eval" / "results" / "stance_shortcut_recipes_dev.json")
     args = parser.parse_args()
     dataset = load_dataset()
     params = replace(CONFIGS["stance"].params, epochs=args.epochs, learning_rate=3e-5)

@@ -1,7 +1,7 @@
 """Tune and score `mine` and `match` on PERSPECTRUM (dev-tuned; the split named scored once).
 
-    python -m benchmarks.text_tasks mine --split dev   # tune on dev → eval/results/mine_dev.json
-    python -m benchmarks.text_tasks mine --split test  # score test with dev's choice → eval/results/mine_test.json
+    python -m benchmarks.text_tasks mine --split dev   # tune on dev → eval/results/mine_trained_dev.json
+    python -m benchmarks.text_tasks mine --split test  # score test with dev's choice → eval/results/mine_trained_test.json
 
 What each measures is in :mod:`perspectrum.eval.mining` and :mod:`perspectrum.eval.matching`.
 The settings dev chooses are the defaults of :class:`perspectrum.text.mining.MineSettings` and
@@ -31,12 +31,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task", choices=("mine", "match"))
     parser.add_argument("--split", choices=("dev", "test"), default="dev",
-                        help="dev: tune, writing <task>_dev.json; test: score with the settings dev chose")
+                        help="dev: tune, writing <task>_trained_dev.json; test: score with the settings dev chose")
     args = parser.parse_args()
     dataset = load_dataset(verify=False)
     pipe = Pipeline.load(verify=False, show_progress=True)
     pipe.warm_up()
-    dev_path = RESULTS / f"{args.task}_dev.json"
+    dev_path = RESULTS / f"{args.task}_trained_dev.json"
     if args.split == "dev":
         result = (tune_mine if args.task == "mine" else tune_match)(dataset, pipe, show_progress=True)
     else:
@@ -48,7 +48,7 @@ def main() -> None:
                      "make them so before scoring test")
         result = (evaluate_mine(dataset, pipe, show_progress=True) if args.task == "mine"
                   else evaluate_match(dataset, pipe, tuned, show_progress=True))
-    path = write_json(RESULTS / f"{args.task}_{args.split}.json", result)
+    path = write_json(RESULTS / f"{args.task}_trained_{args.split}.json", result)
     print(json.dumps({k: v for k, v in result.items() if k != "tried"}, indent=1))
     print(f"wrote {path}")
 

@@ -54,7 +54,7 @@ class DenseParams:
             autocast) encodes ~2x faster where the CPU multiplies it natively (AMX or AVX-512
             BF16) and finds the same neighbours (overlap@10 0.996), but moved the evidence
             ranker's dev T4 by 0.6 point, so it is not the default; "auto" picks bfloat16 where
-            the CPU has it natively (``eval/results/encode_parity_dev.json``, docs/discover.md).
+            the CPU has it natively (``eval/results/encode_parity_base_dev.json``, docs/discover.md).
         structure: "flat" (exact), "hnsw" or "ivf" (approximate), or "auto": exact below
             ``exact_below`` rows, HNSW from there (``python -m benchmarks.bench_scale`` measures the
             latency and recall@100 behind that choice).

@@ -10,11 +10,14 @@ not followed.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from pathlib import Path
 
 import pytest
+
+from benchmarks import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -177,3 +180,137 @@ def test_the_machine_path_check_catches_one(tmp_path: Path) -> None:
     page.write_text("run `bench --json /tmp/out.json` or `--models-dir /work/state/models`\n"
                     "caches live in ~/.cache/perspectrum/traced/ and eval/results/x.json\n", encoding="utf-8")
     assert [hit.split(": ")[1] for hit in machine_paths([page])] == ["/tmp/o", "/work/s"]
+
+
+#: An issue tracker's number or a run named after one: "issue 35", "issues 12", "#35", "_before34", "before 34".
+ISSUE_NUMBER = re.compile(r"\bissues?\s*#?\d+|(?<![\w&/])#\d+\b|_before_?\d+|\bbefore\s\d{2}\b", re.I)
+
+
+def issue_numbers(paths: list[Path]) -> list[str]:
+    """``file:line: text`` for every issue number in ``paths``."""
+    found = []
+    for path in paths:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found += [f"{path.parent.name}/{path.name}:{number}: {m.group()}" for m in ISSUE_NUMBER.finditer(line)]
+    return found
+
+
+def stored_results() -> list[Path]:
+    return sorted(p for p in (ROOT / "eval" / "results").iterdir() if p.is_file())
+
+
+def test_no_issue_number_in_the_readme_docs_or_results() -> None:
+    """README, docs and stored results say what the software does now, not which ticket a run
+    belonged to."""
+    texts = [path for path in stored_results() if path.suffix in (".json", ".md")]
+    assert texts
+    assert issue_numbers([*documents(), ROOT / "CHANGELOG.md", *texts]) == []
+
+
+def test_the_issue_number_check_catches_one(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("fixed in issue 35, see #35 and run_before34.json, as before 34 runs\n"
+                    "## Heading [link](#t1t5-the-ir-baselines) &#8212; before 2 cores, p95 1,732 ms\n", encoding="utf-8")
+    assert [hit.split(": ")[1] for hit in issue_numbers([page])] == ["issue 35", "#35", "_before34", "before 34"]
+
+
+# --- stored results and the registry of quoted figures ---------------------------------------
+
+
+RESULTS = ROOT / "eval" / "results"
+#: ``<task>_<system>_<split>``, read from the right (eval/results/README.md).
+SYSTEMS = ("shipped", "trained", "recipes", "ir", "example", "fixture", "base")
+SPLITS = ("dev", "test", "train", "nosplit")
+RESULT_NAME = re.compile(rf"^[a-z0-9][a-z0-9_-]*_(?:{'|'.join(SYSTEMS)})_(?:{'|'.join(SPLITS)})\.(?:json|png)$")
+NOT_RESULTS = {"README.md", "registry.json"}
+SECTION = re.compile(r"<!-- registry: begin -->\n(.*?)<!-- registry: end -->", re.S)
+
+
+def results_named() -> list[Path]:
+    return [path for path in stored_results() if path.name not in NOT_RESULTS]
+
+
+def same_spacing(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def test_stored_results_are_named_by_task_system_and_split() -> None:
+    names = [path.name for path in results_named()]
+    assert names and [name for name in names if not RESULT_NAME.match(name)] == []
+
+
+def test_every_stored_result_says_how_when_and_where_it_was_made() -> None:
+    missing = {}
+    for path in results_named():
+        if path.suffix == ".json":
+            record = json.loads(path.read_text(encoding="utf-8"))
+            lacking = [key for key in ("command", "commit", "machine", "date") if not record.get(key)]
+            if lacking:
+                missing[path.name] = lacking
+    assert missing == {}
+
+
+def test_every_registered_file_exists_and_every_stored_file_is_cited() -> None:
+    entries = registry.load()
+    assert entries
+    assert sorted({e["file"] for e in entries} - {p.name for p in results_named()}) == []
+    quoted_in = "\n".join(path.read_text(encoding="utf-8") for path in documents())
+    uncited = [p.name for p in results_named() if p.name not in {e["file"] for e in entries} and p.name not in quoted_in]
+    assert uncited == [], f"stored results no document cites: {uncited}"
+
+
+def test_every_registered_figure_is_its_stored_value_and_is_quoted_where_it_says() -> None:
+    entries = registry.load()
+    ids = [e["id"] for e in entries]
+    assert len(ids) == len(set(ids))
+    wrong = []
+    for e in entries:
+        doc = same_spacing((ROOT / e["doc"]).read_text(encoding="utf-8"))
+        value = registry.formatted(e)
+        if value != e["quoted"]:
+            wrong.append(f"{e['id']}: stored {value}, quoted {e['quoted']}")
+        if e["quoted"] not in e["context"]:
+            wrong.append(f"{e['id']}: {e['quoted']!r} is not in its context")
+        if same_spacing(e["context"]) not in doc:
+            wrong.append(f"{e['id']}: {e['doc']} no longer says {e['context']!r}")
+    assert wrong == []
+
+
+def test_the_readme_figures_are_registered() -> None:
+    """Every number in the README's results table has a registry entry quoting it."""
+    readme = [e for e in registry.load() if e["doc"] == "README.md"]
+    table = [line for _, line in prose(README.read_text(encoding="utf-8"))
+             if line.startswith("| paper, IR+BERT") or line.startswith("| **ours") or line.startswith("| ours")
+             or line.startswith("| paper, human")]
+    assert len(table) == 4
+    for line in table:
+        cells = line.split("|")[2:7]
+        figures = re.findall(r"\d+\.\d", " ".join(cells))
+        registered = [e["quoted"] for e in readme if e["context"] in line]
+        assert sorted(figures) == sorted(registered), line
+
+
+def test_every_stored_result_a_document_names_exists() -> None:
+    named = re.compile(r"(?:eval/results/)?\b([a-z0-9][\w-]*_(?:" + "|".join(SPLITS) + r")\.(?:json|png))\b")
+    missing = sorted({f"{path.name}: {m.group(1)}" for path in documents()
+                      for m in named.finditer(path.read_text(encoding="utf-8"))
+                      if not (RESULTS / m.group(1)).exists()})
+    assert missing == []
+
+
+def test_the_evaluation_page_shows_the_registry_as_rendered() -> None:
+    page = (ROOT / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    section = SECTION.search(page)
+    assert section, "docs/evaluation.md has no registry section"
+    assert section.group(1) == registry.render()
+
+
+def test_the_registry_check_catches_a_changed_figure(tmp_path: Path) -> None:
+    (tmp_path / "x_shipped_test.json").write_text(json.dumps({"command": "c", "t": {"f1": 56.58, "ms": 1731.96}}))
+    entry = {"file": "x_shipped_test.json", "path": ["t", "f1"], "digits": 1}
+    assert registry.formatted(entry, tmp_path) == "56.6"
+    assert registry.formatted({**entry, "path": ["t", "ms"], "digits": 0, "thousands": True}, tmp_path) == "1,732"
+    assert registry.formatted({**entry, "path": ["t", "ms"], "digits": 2, "scale": 0.001}, tmp_path) == "1.73"
+    assert registry.written(41.05, 1) == "41.1" and registry.written(41.05, 1, printed=True) == "41.0"
+    (tmp_path / "x_shipped_test.json").write_text(json.dumps({"command": "c", "t": {"f1": 56.66}}))
+    assert registry.formatted(entry, tmp_path) != "56.6"

@@ -27,7 +27,7 @@ cluster's paraphrases, its other windows are left out, and every window of a non
 candidate is a negative. It reads only the window (its sentences' cosines to this
 cluster, to the best sibling cluster and to the claim, and where it sits), so its best
 window also says on its own whether a paragraph states the perspective (dev ROC AUC of
-gold against non-gold candidates in ``eval/results/windows_verifier.json``).
+gold against non-gold candidates in ``eval/results/windows_verifier_trained_dev.json``).
 """
 
 from __future__ import annotations

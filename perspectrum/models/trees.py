@@ -33,7 +33,7 @@ TOLERANCE = 1e-9
 FIELDS = ("feature", "threshold", "missing_left", "left", "right", "leaf", "value")
 #: Most (row, tree) walks scored at once: each walk holds a few int64 and float64 entries,
 #: so a block stays near 40 MB; scoring every window of the training claims at once reached
-#: 5 GB (eval/results/fresh_machine_memory.json).
+#: 5 GB on a first setup.
 WALKS = 1 << 20
 
 

@@ -63,7 +63,7 @@ class MapSettings:
 MAX_MAP_UNITS = 5000
 #: How far below ``discover``'s clustering cut map joins units, by default: not at all. Chosen on
 #: dev by the F1 of coverage and purity, which every lowering tried (0.1 to 0.5) lowered: joining
-#: more merged units of different gold clusters (eval/results/map_trained_dev.json, docs/map.md).
+#: more merged units of different gold clusters (eval/results/map_lowers_trained_dev.json, docs/map.md).
 LOWER = 0.0
 
 

@@ -13,9 +13,9 @@ so a sentence that says one argument plainly counts for it, while a sentence tha
 close to a rival argument (the usual case for an argument the text never makes but
 that shares its topic) counts less. The argument is *made* at or above the dev-tuned
 threshold. On dev, reading each argument's best sentences with the equivalence
-cross-encoder instead did no better than the cosine (``eval/results/match_dev.json``),
+cross-encoder instead did no better than the cosine (``eval/results/match_trained_dev.json``),
 and the margins did. A 10,000-word text with 16 arguments answers in 5.7 s on 2 cores with
-the models loaded, 9.4 s as a whole command (``eval/results/bench_text.json``).
+the models loaded, 9.4 s as a whole command (``eval/results/bench_text_trained_nosplit.json``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ MAX_ARGUMENT_CHARS = 1000
 
 @dataclass(frozen=True)
 class MatchSettings:
-    """How :func:`match_arguments` decides, chosen on dev (``eval/results/match_dev.json``).
+    """How :func:`match_arguments` decides, chosen on dev (``eval/results/match_trained_dev.json``).
 
     Attributes:
         sentence_margin: weight of the margin over rival arguments at the best sentence.

@@ -120,7 +120,7 @@ CENTRE_REACH = 5
 
 @dataclass(frozen=True)
 class MineSettings:
-    """How :func:`mine` scores and keeps units, chosen on dev (``eval/results/mine_dev.json``).
+    """How :func:`mine` scores and keeps units, chosen on dev (``eval/results/mine_trained_dev.json``).
 
     A candidate's score is ``relevance + claim × cosine to the claim + centre × centrality
     + first × [first sentence of its paragraph] − length × max(0, words − 20) / 10``;

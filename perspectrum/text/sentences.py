@@ -25,7 +25,7 @@ WINDOW = 3
 #: Longest text pysbd reads in one piece, in characters. pysbd looks each sentence it
 #: finds up in the text, so on text that repeats itself its time grows with about the
 #: square of the length (200,000 characters of one paragraph repeated: 10.3 s in one
-#: pass, 1.1 s in pieces; `python -m benchmarks.bench_split`, eval/results/bench_split.json),
+#: pass, 1.1 s in pieces; `python -m benchmarks.bench_split`, eval/results/bench_split_base_nosplit.json),
 #: and one long record in an own pool (a whole document pasted as one paragraph) could
 #: hold up indexing or a discover call for minutes. A longer paragraph is cut into pieces
 #: of at most this many characters (see :func:`_pieces`), each split apart. PERSPECTRUM's

@@ -4,7 +4,7 @@ Each fine-tuned cross-encoder of ``models/`` is stored as its difference from th
 encoder pip installs (:mod:`perspectrum.models.deltas`), in the form :data:`FORMS` names
 for it: every weight matrix's change in int8 per row, or its leading singular directions
 (a low-rank change, the factors in int8 per row), per weight by name. The forms were chosen
-on dev (``python -m benchmarks.small_forms``, ``eval/results/small_forms_dev.json``): the
+on dev (``python -m benchmarks.small_forms``, ``eval/results/small_forms_shipped_dev.json``): the
 smallest whose dev metric, at the full model's dev-chosen thresholds, stays within
 :data:`TOLERANCE` points of the full model's. The evidence ranker (arrays, a few MB) and
 ``pipeline.json`` are copied as they are. Every packed model records the scores it gives a

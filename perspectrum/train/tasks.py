@@ -77,7 +77,7 @@ CONFIGS: dict[str, TaskConfig] = {
     "relevance": TaskConfig(TrainParams(epochs=1, max_length=64, length_batches=True), negatives_per_positive=2.0),
     # MPNet-base, one run: dev accuracy 86.4 % against 72.2 % for three MiniLM runs. Half as many
     # pairs again under the claims' negations: dev 86.58 % → 87.45 %, negated claims 69.6 % → 83.4 %
-    # (eval/results/stance_recipes_dev.json, stance_checks_dev.json).
+    # (eval/results/stance_recipes_dev.json, stance_checks_recipes_dev.json).
     "stance": TaskConfig(TrainParams(epochs=2, max_length=64, learning_rate=2e-5, length_batches=True), base=MPNET,
                          quantize=False, counterfactual=0.5),
     "equivalence": TaskConfig(TrainParams(epochs=1, max_length=96, length_batches=True), negatives_per_positive=1.0),
