@@ -134,7 +134,9 @@ ModelsDir = Annotated[
 
 
 def _use_device(name: str | None) -> str | None:
-    """``--device``'s callback: checked and made the process's device before the command runs."""
+    """``--device``'s callback: checked and made the process's device before the command runs
+    (a command called from Python leaves the device as it is:
+    :func:`perspectrum.encoders.device.use` sets it)."""
     if name is not None:
         from perspectrum.encoders.device import use
 
