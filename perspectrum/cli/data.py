@@ -10,28 +10,23 @@ from rich.table import Table
 from rich.text import Text
 
 from perspectrum._progress import literal
-from perspectrum.cli._util import DataDir, NoVerify, _echo_json, _say, console, data_app
+from perspectrum.cli.common import DataDir, NoVerify, console, data_app, echo_json, say
 
 
 @data_app.command("check")
-def data_check_cli(
+def data_check(
     data_dir: DataDir = None,
     no_verify: NoVerify = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
     """Verify the checksums and report claims, splits, clusters and pool sizes."""
-    data_check(data_dir, verify=not no_verify, as_json=as_json)
-
-
-def data_check(data_dir: Path | None = None, verify: bool = True, as_json: bool = False) -> None:
-    """Read the dataset (checksums verified unless ``verify=False``) and print its counts."""
     from perspectrum.data import load_dataset
 
-    counts = load_dataset(data_dir, verify=verify).counts()
+    counts = load_dataset(data_dir, verify=not no_verify).counts()
     if as_json:
-        _echo_json(counts)
+        echo_json(counts)
         return
-    table = Table(title="PERSPECTRUM v1.0" + (" (checksums OK)" if verify else " (checksums not verified)"))
+    table = Table(title="PERSPECTRUM v1.0" + (" (checksums not verified)" if no_verify else " (checksums OK)"))
     table.add_column("what")
     table.add_column("count", justify="right")
     for key, value in counts.items():
@@ -40,18 +35,13 @@ def data_check(data_dir: Path | None = None, verify: bool = True, as_json: bool 
 
 
 @data_app.command("download")
-def data_download_cli(
+def data_download(
     to: Annotated[Path, typer.Option("--to", help="Folder to write the five files into.")],
     url: Annotated[Optional[str], typer.Option(help="Base URL [default: the CogComp/perspectrum repository].")] = None,
 ) -> None:
     """Fetch the five release files from GitHub and verify their checksums."""
-    data_download(to, url)
-
-
-def data_download(to: Path, url: str | None = None) -> None:
-    """Download the five files into ``to`` and say how to point ``$PERSPECTRUM_DATA`` at them."""
     from perspectrum.data import DOWNLOAD_URL, download
 
     for path in download(to, url or DOWNLOAD_URL):
         console.print(Text("✓ ", style="green") + literal(path))
-    _say(f"export PERSPECTRUM_DATA={to.resolve()}")
+    say(f"export PERSPECTRUM_DATA={to.resolve()}")  # how to point $PERSPECTRUM_DATA at them

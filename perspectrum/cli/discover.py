@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from perspectrum._progress import literal
-from perspectrum.cli._util import (BackendChoice, BackendOpt, DataDir, IndexDir, MilvusUri, ModelsDir, NoVerify,
-                                   OwnEvidence, OwnPerspectives, _claim, _echo_json, _pipeline, _say, app, console,
-                                   DeviceOpt)
+from perspectrum.cli.common import (BackendChoice, BackendOpt, DataDir, DeviceOpt, Engine, IndexDir, MilvusUri,
+                                    ModelsDir, NoVerify, OwnEvidence, OwnPerspectives, RayAddress, app,
+                                    checked_claim, console, echo_json, load_pipeline, say)
 from perspectrum.errors import PerspectrumError
 
 NoEvidence = Annotated[bool, typer.Option("--no-evidence", help="Skip evidence retrieval (faster).")]
 
 
-class Engine(str, Enum):
-    local = "local"
-    ray = "ray"
-
-
 @app.command("discover")
-def discover_cli(
+def discover(
     claim: Annotated[str, typer.Argument(help="The claim to find perspectives on (≤ 1,000 characters).")],
     top: Annotated[Optional[int], typer.Option("--top", min=1, help="Show at most N perspectives.")] = None,
     no_evidence: NoEvidence = False,
@@ -47,24 +41,13 @@ def discover_cli(
     and says so. The models that ship with perspectrum answer, or your own where you trained
     or installed them (`perspectrum models list`).
     """
-    _claim(claim)  # a bad claim exits 2 before anything loads
-    discover(claim, top=top, with_evidence=not no_evidence, explain=explain, full=full, as_json=as_json,
-             data_dir=data_dir,
-             index_dir=index_dir, models_dir=models_dir, verify=not no_verify, perspectives=perspectives,
-             evidence=evidence, backend=backend.value, milvus_uri=milvus_uri)
-
-
-def discover(claim: str, top: int | None = None, with_evidence: bool = True, explain: bool = False,
-             full: bool = False, as_json: bool = False, data_dir: Path | None = None, index_dir: Path | None = None,
-             models_dir: Path | None = None, verify: bool = True, perspectives: Path | None = None,
-             evidence: Path | None = None, backend: str = "embedded", milvus_uri: str | None = None) -> None:
-    """Discover the perspectives on ``claim`` and print them as a debate (or JSON), with
-    the stages' timings and scores after it when ``explain``."""
-    pipe = _pipeline(data_dir, index_dir, models_dir, verify, perspectives, evidence, backend, milvus_uri,
-                     prepare_first=True)
+    # printed as a debate (or JSON), with the stages' timings and scores after it when explain
+    checked_claim(claim)  # a bad claim exits 2 before anything loads
+    pipe = load_pipeline(data_dir, index_dir, models_dir, not no_verify, perspectives, evidence,
+                         BackendChoice(backend).value, milvus_uri, prepare_first=True)
     if explain:  # so the stage timings are the steady state, not the models' loading
         pipe.warm_up()
-    result = pipe.discover(claim, top=top, evidence=with_evidence, explain=explain)
+    result = pipe.discover(claim, top=top, evidence=not no_evidence, explain=explain)
     if as_json:
         typer.echo(result.to_json())
         return
@@ -80,7 +63,7 @@ def discover(claim: str, top: int | None = None, with_evidence: bool = True, exp
 
 
 @app.command("discover-batch")
-def discover_batch_cli(
+def discover_batch(
     claims: Annotated[Path, typer.Argument(help='JSONL: one {"claim": ..., "id": ...} per line (id: the line '
                                                 "number if left out).")],
     out: Annotated[Path, typer.Option("--out", help="Results JSONL, one line per claim; an existing one is "
@@ -92,9 +75,7 @@ def discover_batch_cli(
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Claims per model call.")] = 16,
     top: Annotated[Optional[int], typer.Option("--top", min=1, help="At most N perspectives per claim.")] = None,
     no_evidence: NoEvidence = False,
-    address: Annotated[Optional[str], typer.Option(
-        "--address", help="Join this Ray cluster (auto: the one `ray start` runs here) instead of starting one; "
-                          "its nodes must see the same folders.")] = None,
+    address: RayAddress = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
@@ -113,35 +94,23 @@ def discover_batch_cli(
     interrupted run is resumed by running the same command again: claims already in
     --out are skipped, and a partial last line is cut off.
     """
-    discover_batch(claims, out, engine=engine.value, workers=workers, batch_size=batch_size, top=top,
-                   with_evidence=not no_evidence, address=address, as_json=as_json, data_dir=data_dir,
-                   index_dir=index_dir, models_dir=models_dir, verify=not no_verify, perspectives=perspectives,
-                   evidence=evidence, backend=backend.value, milvus_uri=milvus_uri)
-
-
-def discover_batch(claims: Path, out: Path, engine: str = "local", workers: int | None = None, batch_size: int = 16,
-                   top: int | None = None, with_evidence: bool = True, address: str | None = None,
-                   as_json: bool = False, data_dir: Path | None = None, index_dir: Path | None = None,
-                   models_dir: Path | None = None, verify: bool = True, perspectives: Path | None = None,
-                   evidence: Path | None = None, backend: str = "embedded", milvus_uri: str | None = None) -> None:
-    """Discover every claim of ``claims`` into ``out`` (resumed if it exists) with the
-    ``engine`` (local or ray) and print a summary."""
     from functools import partial
 
     from perspectrum.serve.batch import discover_batch as run
 
-    if engine == Engine.local.value and (workers is not None or address is not None):
+    if engine == Engine.local and (workers is not None or address is not None):
         raise PerspectrumError("--workers and --address are for --engine ray")
     # a factory the ray engine can send to its actors; folders made absolute for them
     given = {name: None if path is None else path.expanduser().resolve() for name, path in
              (("data_dir", data_dir), ("index_dir", index_dir), ("models_dir", models_dir),
               ("perspectives", perspectives), ("evidence", evidence))}
     # built once here after every check (the driver's), so an unprepared machine is prepared once
-    factory = partial(_pipeline, verify=verify, backend=backend, milvus_uri=milvus_uri, prepare_first=True, **given)
-    summary = run(factory, claims, out, engine=engine, workers=workers or 1, batch_size=batch_size, top=top,
-                  evidence=with_evidence, address=address, show_progress=True)
+    factory = partial(load_pipeline, verify=not no_verify, backend=BackendChoice(backend).value,
+                      milvus_uri=milvus_uri, prepare_first=True, **given)
+    summary = run(factory, claims, out, engine=Engine(engine).value, workers=workers or 1, batch_size=batch_size,
+                  top=top, evidence=not no_evidence, address=address, show_progress=True)
     if as_json:
-        _echo_json(summary.to_dict())
+        echo_json(summary.to_dict())
         return
-    _say(f"{summary.done} claims discovered, {summary.skipped} already in {summary.out}, in "
-         f"{summary.seconds:.1f} s ({summary.claims_per_second:.2f} claims/s)")
+    say(f"{summary.done} claims discovered, {summary.skipped} already in {summary.out}, in "
+        f"{summary.seconds:.1f} s ({summary.claims_per_second:.2f} claims/s)")

@@ -9,9 +9,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from perspectrum.cli._util import (BackendChoice, BackendOpt, DataDir, IndexDir, JsonOut, MilvusUri, ModelsDir,
-                                   NoVerify, _error, _models_dir, _pipeline, _say, _store, _write_json, app, console,
-                                   DeviceOpt)
+from perspectrum.cli.common import (BackendChoice, BackendOpt, DataDir, DeviceOpt, IndexDir, JsonOut, MilvusUri,
+                                    ModelsDir, NoVerify, app, console, error_exit, load_pipeline, models_folder,
+                                    open_store, save_json, say)
 from perspectrum.errors import PerspectrumError
 
 
@@ -30,7 +30,7 @@ class Split(str, Enum):
 
 
 @app.command("evaluate")
-def evaluate_cli(
+def evaluate(
     system: Annotated[str, typer.Option(
         metavar="NAME|package.module:Class",
         help="ir, trained, pipeline, or any system of the harness's protocol (perspectrum.eval.harness), "
@@ -56,33 +56,20 @@ def evaluate_cli(
     ir, trained and pipeline give their detailed reports; a package.module:Class system,
     --oracle or --harness go through the harness, which scores every system alike.
     """
-    from perspectrum.eval.harness import SpecError, load_system, oracle_stages
+    # the report is the harness's for a loaded system, --oracle or --harness; else the ir, trained or pipeline one
+    from perspectrum.data import load_dataset
+    from perspectrum.eval.harness import SpecError, evaluate_system, load_system, oracle_stages
 
+    backend, split, verify = BackendChoice(backend).value, Split(split).value, not no_verify
     builtin = system in {s.value for s in System}
-    if backend is not BackendChoice.embedded and (system not in (System.ir.value, System.pipeline.value)
-                                                   or oracle or harness):
-        raise _error(PerspectrumError("--backend applies to the ir and pipeline reports (not the harness)"), 2)
+    if backend != BackendChoice.embedded.value and (system not in (System.ir.value, System.pipeline.value)
+                                                    or oracle or harness):
+        raise error_exit(PerspectrumError("--backend applies to the ir and pipeline reports (not the harness)"), 2)
     try:
         gold_stages = oracle_stages(oracle or ())
         chosen = None if builtin else load_system(system)
     except SpecError as exc:
-        raise _error(exc, 2) from None
-    evaluate(system, split=split.value, gold_stages=gold_stages, harness=harness, json_path=json_path, plot=plot,
-             data_dir=data_dir, index_dir=index_dir, models_dir=models_dir, verify=not no_verify,
-             backend=backend.value, milvus_uri=milvus_uri, chosen=chosen)
-
-
-def evaluate(system: str = System.ir.value, split: str = Split.test.value, gold_stages: tuple[str, ...] = (),
-             harness: bool = False, json_path: Path | None = None, plot: Path | None = None,
-             data_dir: Path | None = None, index_dir: Path | None = None, models_dir: Path | None = None,
-             verify: bool = True, backend: str = "embedded", milvus_uri: str | None = None,
-             chosen: Any = None) -> None:
-    """Score ``system`` on ``split`` and print its report: the harness's for a loaded system
-    (``chosen``, named ``system``), ``gold_stages`` or ``harness``; else the ir,
-    trained or pipeline report."""
-    from perspectrum.data import load_dataset
-    from perspectrum.eval.harness import evaluate_system
-
+        raise error_exit(exc, 2) from None
     dataset = load_dataset(data_dir, verify=verify)
     if chosen is not None or gold_stages or harness:
         from perspectrum.eval.report import harness_summary, harness_table
@@ -95,7 +82,7 @@ def evaluate(system: str = System.ir.value, split: str = Split.test.value, gold_
         result = evaluate_system(chosen, dataset, split, gold_stages, spec=system, show_progress=True)
         console.print(harness_table(result))
         for line in harness_summary(result):
-            _say(line)
+            say(line)
         draw: Any = None  # the harness has no curves
     elif system == System.pipeline.value:
         from perspectrum.eval.pipeline import evaluate_pipeline
@@ -103,7 +90,7 @@ def evaluate(system: str = System.ir.value, split: str = Split.test.value, gold_
 
         if plot:
             raise PerspectrumError("--plot draws the ir and trained systems' curves; the pipeline has none")
-        pipe = _pipeline(data_dir, index_dir, models_dir, verify, backend=backend, milvus_uri=milvus_uri)
+        pipe = load_pipeline(data_dir, index_dir, models_dir, verify, backend=backend, milvus_uri=milvus_uri)
         result = evaluate_pipeline(dataset, pipe, split=split, show_progress=True)
         console.print(pipeline_table(result))
         for line in pipeline_summary(result):
@@ -118,13 +105,13 @@ def evaluate(system: str = System.ir.value, split: str = Split.test.value, gold_
         from perspectrum.models.scorers import models_present
         from perspectrum.models.shipped import SETUP, current, unpacked
 
-        models = _models_dir(models_dir)
+        models = models_folder(models_dir)
         if not models_present(models):  # the shipped models, as unpacked (their cards stay as shipped)
             if current(models) is not None:
                 raise PerspectrumError(f"{current(models)}: {SETUP}")
             models = unpacked(models)
-        result = evaluate_trained(dataset, _store(index_dir), models, split=split, show_progress=True,
-                                  record=models == _models_dir(models_dir))
+        result = evaluate_trained(dataset, open_store(index_dir), models, split=split, show_progress=True,
+                                  record=models == models_folder(models_dir))
         console.print(trained_table(result))
         for key, scores in result["tasks"].items():
             console.print(f"{key} setting (tuned on dev): {json.dumps(scores['setting'])}")
@@ -135,7 +122,7 @@ def evaluate(system: str = System.ir.value, split: str = Split.test.value, gold_
         from perspectrum.eval.ir import evaluate_ir
         from perspectrum.eval.report import ir_table, ir_tuning, plot_recall_curves
 
-        result = evaluate_ir(dataset, _store(index_dir, backend, milvus_uri), split=split, show_progress=True)
+        result = evaluate_ir(dataset, open_store(index_dir, backend, milvus_uri), split=split, show_progress=True)
         console.print(ir_table(result))
         for line in ir_tuning(result):
             console.print(f"tuned on {result['tuned_on']}: {line}")
@@ -144,6 +131,6 @@ def evaluate(system: str = System.ir.value, split: str = Split.test.value, gold_
             console.print(f"latency p50/p95 ms per query ({pool}, k=100): {line}")
         draw = plot_recall_curves
     console.print(f"finished in {result['seconds']:.0f} s")
-    _write_json(json_path, result)
+    save_json(json_path, result)
     if plot and draw is not None:
-        _say(f"wrote {draw(result, plot)}")
+        say(f"wrote {draw(result, plot)}")

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from enum import Enum
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from perspectrum._progress import literal
-from perspectrum.cli._util import (BackendChoice, BackendOpt, DataDir, IndexDir, MilvusUri, NoVerify, OwnEvidence,
-                                   OwnPerspectives, PoolChoice, _own_pools, _pool, _say, _store, console, index_app)
+from perspectrum.cli.common import (BackendChoice, BackendOpt, DataDir, IndexDir, MilvusUri, NoVerify, OwnEvidence,
+                                    OwnPerspectives, PoolChoice, console, dataset_pool, index_app, open_store,
+                                    own_pools, say)
 
 
 class KindChoice(str, Enum):
@@ -21,7 +21,7 @@ class KindChoice(str, Enum):
 
 
 @index_app.command("build")
-def index_build_cli(
+def index_build(
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     pool: Annotated[PoolChoice, typer.Option(help="Which pool to index.")] = PoolChoice.all,
@@ -38,25 +38,16 @@ def index_build_cli(
     With --perspectives and --evidence, index your own pools instead (under
     <index-dir>/own/, where `perspectrum discover` with the same files finds them).
     """
-    index_build(data_dir, index_dir, pool=pool.value, kind=kind.value, force=force, verify=not no_verify,
-                perspectives=perspectives, evidence=evidence, backend=backend.value, milvus_uri=milvus_uri)
-
-
-def index_build(data_dir: Path | None = None, index_dir: Path | None = None, pool: str = "all", kind: str = "all",
-                force: bool = False, verify: bool = True, perspectives: Path | None = None,
-                evidence: Path | None = None, backend: str = "embedded", milvus_uri: str | None = None) -> None:
-    """Build the ``pool``'s ``kind`` indexes (``"all"``: every one) that are missing or stale,
-    or every one with ``force``, and print a table of what was built and reused."""
     from perspectrum.data import POOL_NAMES, load_dataset
     from perspectrum.index.sentence_vectors import build_sentence_index
     from perspectrum.index.store import KINDS
     from perspectrum.pipeline.pipeline import own_store
 
-    own = _own_pools(perspectives, evidence)
-    store = _store(index_dir, backend, milvus_uri)
+    own = own_pools(perspectives, evidence)
+    store = open_store(index_dir, BackendChoice(backend).value, milvus_uri)
     if own is None:
-        dataset = load_dataset(data_dir, verify=verify)
-        pools = {name: (lambda name=name: _pool(dataset, store, name)) for name in POOL_NAMES}
+        dataset = load_dataset(data_dir, verify=not no_verify)
+        pools = {name: (lambda name=name: dataset_pool(dataset, store, name)) for name in POOL_NAMES}
     else:
         store = own_store(store, *own, (perspectives, evidence))
         pools = {"perspectives": lambda: own[0], "evidence": lambda: own[1],
@@ -64,15 +55,15 @@ def index_build(data_dir: Path | None = None, index_dir: Path | None = None, poo
     table = Table(title=literal(f"indexes in {store.root} ({store.backend} backend)", "table.title"))
     for column in ("pool", "kind", "documents", "status", "seconds"):
         table.add_column(column)
-    for pool_name in POOL_NAMES if pool == PoolChoice.all.value else (pool,):
+    for pool_name in POOL_NAMES if pool == PoolChoice.all else (PoolChoice(pool).value,):
         docs = pools[pool_name]()
-        for kind_name in KINDS if kind == KindChoice.all.value else (kind,):
+        for kind_name in KINDS if kind == KindChoice.all else (KindChoice(kind).value,):
             problem = None if force else store.check(docs, kind_name)
             if not force and problem is None:
                 table.add_row(pool_name, kind_name, f"{len(docs):,}", "reused", "-")
                 continue
             if problem:
-                _say(f"{problem}: building it")
+                say(f"{problem}: building it")
             if pool_name == "sentences" and kind_name == "dense":
                 # from the sentence vectors answers keep (encoding only those not kept yet), and kept
                 _, seconds = build_sentence_index(store, pools["evidence"](), show_progress=True)

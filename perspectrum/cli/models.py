@@ -1,4 +1,4 @@
-"""``perspectrum models list|export|install``: trained models, shared as one verified bundle."""
+"""``perspectrum models list|export|install|pack``: trained models, shared as one verified bundle."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 
 from perspectrum._progress import literal
-from perspectrum.cli._util import (DataDir, IndexDir, ModelsDir, NoVerify, _echo_json, _metric, _models_dir, _say,
-                                   _store, console, models_app)
+from perspectrum.cli.common import (DataDir, IndexDir, ModelsDir, NoVerify, console, echo_json, metric, models_app,
+                                    models_folder, open_store, say)
 
 
 def _data_checksum(data_dir: Path | None) -> str:
@@ -21,21 +21,16 @@ def _data_checksum(data_dir: Path | None) -> str:
 
 
 @models_app.command("list")
-def models_list_cli(
+def models_list(
     models_dir: ModelsDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the inventory as JSON.")] = False,
 ) -> None:
     """Your models, the shipped ones, which answer `discover`, and how good each is."""
-    models_list(models_dir, as_json=as_json)
-
-
-def models_list(models_dir: Path | None = None, as_json: bool = False) -> None:
-    """Print the models folder's inventory as a table (or JSON) and the system `discover` uses."""
     from perspectrum.models.bundle import inventory
 
-    found = inventory(_models_dir(models_dir))
+    found = inventory(models_folder(models_dir))
     if as_json:
-        _echo_json(found)
+        echo_json(found)
         return
     table = Table(title=literal(f"models in {found['models_dir']}", "table.title"))
     for column in ("name", "from", "answers", "kind", "base", "data checksum", "dev", "test", "MB"):
@@ -43,33 +38,28 @@ def models_list(models_dir: Path | None = None, as_json: bool = False) -> None:
     for entry in found["entries"]:
         table.add_row(literal(entry["name"]), entry["source"], "yes" if entry["answers"] else "no",
                       literal(entry["kind"]), literal(str(entry["base_model"] or "-").split("/")[-1]),
-                      literal((entry["data_checksum"] or "-")[:12]), _metric(entry["dev"]), _metric(entry["test"]),
+                      literal((entry["data_checksum"] or "-")[:12]), metric(entry["dev"]), metric(entry["test"]),
                       f"{entry['size_bytes'] / 1e6:.1f}")
     console.print(table)
     console.print(literal(f"discover uses: {found['system']}"))
 
 
 @models_app.command("export")
-def models_export_cli(
+def models_export(
     out: Annotated[Path, typer.Argument(help="The archive to write (e.g. perspectrum-models.tar.gz).")],
     models_dir: ModelsDir = None,
     data_dir: DataDir = None,
 ) -> None:
     """Pack every model folder and pipeline.json with a manifest of SHA-256 sums."""
-    models_export(out, models_dir=models_dir, data_dir=data_dir)
-
-
-def models_export(out: Path, models_dir: Path | None = None, data_dir: Path | None = None) -> None:
-    """Write the models folder to the archive ``out`` and say what it holds."""
     from perspectrum.models.bundle import export_models
 
-    manifest = export_models(_models_dir(models_dir), out, _data_checksum(data_dir), show_progress=True)
-    _say(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {', '.join(manifest['entries'])}; "
-         f"{len(manifest['files'])} files, data {manifest['data_checksum'][:12]}…")
+    manifest = export_models(models_folder(models_dir), out, _data_checksum(data_dir), show_progress=True)
+    say(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB): {', '.join(manifest['entries'])}; "
+        f"{len(manifest['files'])} files, data {manifest['data_checksum'][:12]}…")
 
 
 @models_app.command("install")
-def models_install_cli(
+def models_install(
     source: Annotated[str, typer.Argument(help="A bundle from `perspectrum models export`: a path, or a "
                                           "file://, http:// or https:// URL.")],
     models_dir: ModelsDir = None,
@@ -80,29 +70,23 @@ def models_install_cli(
 ) -> None:
     """Verify a bundle (every sum and size, the version, the data checksum) and swap it in atomically:
     its models replace their namesakes; installed models it lacks are kept unless --replace."""
-    models_install(source, models_dir=models_dir, data_dir=data_dir, replace=replace)
-
-
-def models_install(source: str, models_dir: Path | None = None, data_dir: Path | None = None,
-                   replace: bool = False) -> None:
-    """Install the bundle at ``source`` (a path or URL) into the models folder and say what came in,
-    and which installed models it kept (or, with ``replace``, removed): a bundle of one model
-    must not pass over the others without a word."""
     from perspectrum.models.bundle import install_models
 
-    target = _models_dir(models_dir)
+    target = models_folder(models_dir)
     done = install_models(source, target, _data_checksum(data_dir), show_progress=True, replace=replace)
+    # which installed models it kept (or, with --replace, removed): a bundle of one model must not
+    # pass over the others without a word
     others = ""
     if done["kept"]:
         others = f"; kept {', '.join(done['kept'])} (installed, not in the bundle; --replace removes them)"
     elif done["removed"]:
         others = f"; removed {', '.join(done['removed'])} (not in the bundle; --replace)"
-    _say(f"installed {', '.join(done['entries'])} into {target} ({len(done['files'])} files "
-         f"verified; made by perspectrum {done['perspectrum_version']} on {done['created']}){others}")
+    say(f"installed {', '.join(done['entries'])} into {target} ({len(done['files'])} files "
+        f"verified; made by perspectrum {done['perspectrum_version']} on {done['created']}){others}")
 
 
 @models_app.command("pack")
-def models_pack_cli(
+def models_pack(
     to: Annotated[Path, typer.Option("--to", help="The folder to write (the package's own: perspectrum/shipped).")],
     models_dir: ModelsDir = None,
     data_dir: DataDir = None,
@@ -111,15 +95,10 @@ def models_pack_cli(
 ) -> None:
     """Pack the four trained models small, as perspectrum ships them (each a weight difference over its
     base), each small form scored on dev and refused if it loses more than half a point."""
-    models_pack(to, models_dir=models_dir, data_dir=data_dir, index_dir=index_dir, verify=not no_verify)
-
-
-def models_pack(to: Path, models_dir: Path | None = None, data_dir: Path | None = None,
-                index_dir: Path | None = None, verify: bool = True) -> None:
-    """Write the models folder's four models and pipeline.json in their shipped form into ``to``."""
     from perspectrum.data import load_dataset
     from perspectrum.train.pack import pack
 
-    done = pack(_models_dir(models_dir), to, dev=(load_dataset(data_dir, verify=verify), _store(index_dir)))
+    done = pack(models_folder(models_dir), to, dev=(load_dataset(data_dir, verify=not no_verify),
+                                                     open_store(index_dir)))
     sizes = ", ".join(f"{task} {record['delta_bytes'] / 1e6:.1f} MB" for task, record in done.items())
-    _say(f"packed into {to}: {sizes}")
+    say(f"packed into {to}: {sizes}")

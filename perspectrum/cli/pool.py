@@ -10,7 +10,7 @@ from rich.table import Table
 
 from perspectrum import config as folders
 from perspectrum._progress import literal
-from perspectrum.cli._util import IndexDir, MilvusUri, _echo_json, _say, console, pool_app
+from perspectrum.cli.common import IndexDir, MilvusUri, console, echo_json, pool_app, say
 
 PoolFile = Annotated[Path, typer.Argument(help="Your pool file: JSONL with \"id\" and \"text\", as given to "
                                                  "--perspectives or --evidence.")]
@@ -19,11 +19,11 @@ ChangesJson = Annotated[bool, typer.Option("--json", help="Print what was done a
 
 def _pool_changes(verb: str, count: int, pool_file: Path, changes: list[Any], as_json: bool) -> None:
     if as_json:
-        _echo_json({verb: count, "pool": str(pool_file), "indexes": [c.to_dict() for c in changes]})
+        echo_json({verb: count, "pool": str(pool_file), "indexes": [c.to_dict() for c in changes]})
         return
-    _say(f"{verb} {count:,} record(s) {'to' if verb == 'added' else 'from'} {pool_file}")
+    say(f"{verb} {count:,} record(s) {'to' if verb == 'added' else 'from'} {pool_file}")
     if not changes:
-        _say("no index of this file was found; its indexes are built when it is first used")
+        say("no index of this file was found; its indexes are built when it is first used")
         return
     table = Table(title="indexes")
     for column in ("folder", "pool", "kind", "engine", "how", "seconds"):
@@ -35,7 +35,7 @@ def _pool_changes(verb: str, count: int, pool_file: Path, changes: list[Any], as
 
 
 @pool_app.command("add")
-def pool_add_cli(
+def pool_add(
     pool_file: PoolFile,
     source: Annotated[Path, typer.Option("--from", help="The records to add: JSONL with \"id\" and \"text\".")],
     index_dir: IndexDir = None,
@@ -47,12 +47,6 @@ def pool_add_cli(
     faiss and Milvus encode only the new texts, Lucene adds documents to its segments,
     bm25s indexes the pool again; each index is swapped in whole, the file rewritten last.
     """
-    pool_add(pool_file, source, index_dir=index_dir, milvus_uri=milvus_uri, as_json=as_json)
-
-
-def pool_add(pool_file: Path, source: Path, index_dir: Path | None = None, milvus_uri: str | None = None,
-             as_json: bool = False) -> None:
-    """Add the records of ``source`` to ``pool_file``, update its indexes and say what changed."""
     from perspectrum.index.pools import add
 
     count, changes = add(pool_file, source, folders.index_dir(index_dir), milvus_uri, show_progress=not as_json)
@@ -60,7 +54,7 @@ def pool_add(pool_file: Path, source: Path, index_dir: Path | None = None, milvu
 
 
 @pool_app.command("remove")
-def pool_remove_cli(
+def pool_remove(
     pool_file: PoolFile,
     ids: Annotated[Optional[list[str]], typer.Option("--ids", help="Ids to remove, comma-separated (repeatable).")]
     = None,
@@ -70,13 +64,6 @@ def pool_remove_cli(
     as_json: ChangesJson = False,
 ) -> None:
     """Remove records from a pool file and update every index of it (all backends') in place."""
-    pool_remove(pool_file, ids, source, index_dir=index_dir, milvus_uri=milvus_uri, as_json=as_json)
-
-
-def pool_remove(pool_file: Path, ids: list[str] | None = None, source: Path | None = None,
-                index_dir: Path | None = None, milvus_uri: str | None = None, as_json: bool = False) -> None:
-    """Remove the ``ids`` (and those listed in ``source``) from ``pool_file``, update its
-    indexes and say what changed."""
     from perspectrum.index.pools import read_ids, remove
 
     count, changes = remove(pool_file, read_ids(ids, source), folders.index_dir(index_dir), milvus_uri,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from perspectrum.cli._util import DeviceOpt, ModelsDir, app
+from perspectrum.cli.common import DeviceOpt, ModelsDir, app
 from perspectrum.errors import PerspectrumError
 
 #: The fields each line holds, per task.
@@ -18,7 +18,7 @@ BATCH = 256
 
 
 @app.command("score")
-def score_cli(
+def score(
     task: Annotated[str, typer.Argument(help="relevance, stance or equivalence.", show_default=False)],
     pairs: Annotated[Path, typer.Argument(help='JSONL: one {"claim", "perspective"} per line ({"claim", '
                                                '"perspective", "other"} for equivalence).', show_default=False)],
@@ -31,11 +31,6 @@ def score_cli(
     printed back as JSON with its "score" in [0, 1] (and, for stance, "stance": support or
     undermine at the dev-tuned threshold).
     """
-    score(task, pairs, models_dir)
-
-
-def score(task: str, pairs: Path, models_dir: Path | None = None) -> None:
-    """Print every line of ``pairs`` with its score, as JSON lines, in input order."""
     from perspectrum.data import jsonl_rows
     from perspectrum.models.pair_scorer import ARITY, PairScorer
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from enum import Enum
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from perspectrum._progress import literal
-from perspectrum.cli._util import (BackendChoice, BackendOpt, DataDir, IndexDir, MilvusUri, NoVerify, PoolChoice,
-                                   _echo_json, _pool, _store, app, console)
+from perspectrum.cli.common import (BackendChoice, BackendOpt, DataDir, IndexDir, MilvusUri, NoVerify, PoolChoice,
+                                    app, console, dataset_pool, echo_json, open_store)
 from perspectrum.errors import PerspectrumError
 
 
@@ -22,7 +21,7 @@ class Method(str, Enum):
 
 
 @app.command("search")
-def search_cli(
+def search(
     query: Annotated[str, typer.Argument(help="What to search for.")],
     pool: Annotated[PoolChoice, typer.Option(help="perspectives, evidence, or sentences (of evidence).")] = PoolChoice.perspectives,
     method: Annotated[Method, typer.Option(help="Retriever.")] = Method.hybrid,
@@ -35,23 +34,16 @@ def search_cli(
     milvus_uri: MilvusUri = None,
 ) -> None:
     """Search one pool with BM25, dense or hybrid retrieval (indexes built if missing)."""
-    search(query, pool=pool.value, method=method.value, k=k, data_dir=data_dir, index_dir=index_dir,
-           verify=not no_verify, as_json=as_json, backend=backend.value, milvus_uri=milvus_uri)
-
-
-def search(query: str, pool: str = "perspectives", method: str = "hybrid", k: int = 10, data_dir: Path | None = None,
-           index_dir: Path | None = None, verify: bool = True, as_json: bool = False, backend: str = "embedded",
-           milvus_uri: str | None = None) -> None:
-    """Print the ``k`` best hits of ``query`` in one pool, as a table or as JSON."""
     from perspectrum.data import load_dataset
     from perspectrum.index.search import HybridSearcher, check_query
 
     query = check_query(query)
-    if pool == PoolChoice.all.value:
+    if pool == PoolChoice.all:
         raise PerspectrumError("search one pool at a time: --pool perspectives, evidence or sentences")
-    dataset = load_dataset(data_dir, verify=verify)
-    store = _store(index_dir, backend, milvus_uri)
-    docs = _pool(dataset, store, pool)
+    pool, method = PoolChoice(pool).value, Method(method).value
+    dataset = load_dataset(data_dir, verify=not no_verify)
+    store = open_store(index_dir, BackendChoice(backend).value, milvus_uri)
+    docs = dataset_pool(dataset, store, pool)
     if method == Method.hybrid.value:
         searcher: Any = HybridSearcher(store.open(docs, "bm25", show_progress=True),
                                        store.open(docs, "dense", show_progress=True))
@@ -60,7 +52,7 @@ def search(query: str, pool: str = "perspectives", method: str = "hybrid", k: in
     hits = searcher.search(query, k)
     text = dict(zip(docs.ids, docs.texts))
     if as_json:
-        _echo_json([{"id": h.doc_id, "score": h.score, "text": text[h.doc_id]} for h in hits])
+        echo_json([{"id": h.doc_id, "score": h.score, "text": text[h.doc_id]} for h in hits])
         return
     table = Table(title=literal(f"{method} · {pool} · “{query}”", "table.title"))
     for column in ("#", "id", "score", "text"):

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from perspectrum.cli._util import (DataDir, IndexDir, ModelsDir, NoVerify, OwnEvidence, OwnPerspectives, _pipeline,
-                                   app, DeviceOpt)
+from perspectrum.cli.common import (DataDir, DeviceOpt, IndexDir, ModelsDir, NoVerify, OwnEvidence, OwnPerspectives,
+                                    app, load_pipeline)
 from perspectrum.errors import PerspectrumError
 
 
 @app.command("serve")
-def serve_cli(
+def serve(
     host: Annotated[str, typer.Option(help="Address to listen on; anything but loopback needs --token.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one, printed).")] = 8000,
     workers: Annotated[int, typer.Option(min=1, max=64, help="Threads that run model work.")] = 2,
@@ -40,20 +39,6 @@ def serve_cli(
 
     The port answers at once; /health says `ready` once every index and model is loaded.
     """
-    serve(host, port, workers=workers, queue=queue, token=token or None,  # an empty $PERSPECTRUM_TOKEN is no token
-          cors_origins=tuple(cors_origin or ()), allowed_hosts=tuple(allowed_host or ()), data_dir=data_dir,
-          index_dir=index_dir, models_dir=models_dir, verify=not no_verify, perspectives=perspectives,
-          evidence=evidence)
-
-
-def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: int = 16, token: str | None = None,
-          cors_origins: tuple[str, ...] = (), allowed_hosts: tuple[str, ...] = (), data_dir: Path | None = None,
-          index_dir: Path | None = None, models_dir: Path | None = None, verify: bool = True,
-          perspectives: Path | None = None, evidence: Path | None = None) -> None:
-    """Listen on ``host:port`` (printing the address) and serve until stopped.
-
-    Requests must name ``host``, a loopback name or one of ``allowed_hosts`` in their
-    ``Host`` header."""
     import socket
 
     # the app first: it names a missing extra in one line
@@ -62,8 +47,11 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: in
 
     import uvicorn
 
+    token = token or None  # an empty $PERSPECTRUM_TOKEN is no token
     check_bind(host, token)
-    settings = ServeSettings(workers, queue, token, cors_origins, allowed_hosts=(host, *LOOPBACK_HOSTS, *allowed_hosts))
+    # requests must name --host, a loopback name or an --allowed-host in their Host header
+    settings = ServeSettings(workers, queue, token, tuple(cors_origin or ()),
+                             allowed_hosts=(host, *LOOPBACK_HOSTS, *(allowed_host or ())))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -74,7 +62,8 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: in
         listener.close()
         raise PerspectrumError(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
     try:  # bound first, so a taken port fails at once; an unprepared machine is prepared here
-        pipe = _pipeline(data_dir, index_dir, models_dir, verify, perspectives, evidence, prepare_first=True)
+        pipe = load_pipeline(data_dir, index_dir, models_dir, not no_verify, perspectives, evidence,
+                             prepare_first=True)
         if perspectives is None:  # PERSPECTRUM's pools: offer its dev claims (read again, already verified)
             from perspectrum.data import load_dataset
 
@@ -86,7 +75,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, workers: int = 2, queue: in
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     # plain and unwrapped: scripts and tests read the address (and a --port 0's port) from this line
     typer.echo(f"serving http://{shown}:{bound}/ (API docs at /docs); loading the models, /health says when ready")
-    if host in ("0.0.0.0", "::") and not allowed_hosts:  # reached by this machine's names, which it cannot know
+    if host in ("0.0.0.0", "::") and not allowed_host:  # reached by this machine's names, which it cannot know
         typer.echo(f"note: only requests to {shown} or loopback are answered; give this machine's name or address "
                    "with --allowed-host", err=True)
     server = uvicorn.Server(uvicorn_config(create_app(pipe, settings)))

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from perspectrum._progress import literal
-from perspectrum.cli._util import (BackendChoice, BackendOpt, DataDir, IndexDir, MilvusUri, ModelsDir, NoVerify,
-                                   _echo_json, _say, _store, app, console, DeviceOpt)
+from perspectrum.cli.common import (BackendChoice, BackendOpt, DataDir, DeviceOpt, IndexDir, MilvusUri, ModelsDir,
+                                    NoVerify, app, console, echo_json, open_store, say)
 
 
 @app.command("setup")
-def setup_cli(
+def setup(
     as_json: Annotated[bool, typer.Option("--json", help="Print what was done as JSON.")] = False,
     full: Annotated[bool, typer.Option(
         "--full", help="Also encode every evidence sentence now (minutes, once), so that no later answer "
@@ -26,7 +25,7 @@ def setup_cli(
     no_verify: NoVerify = False,
     backend: BackendOpt = BackendChoice.embedded,
     milvus_uri: MilvusUri = None,
-) -> None:
+) -> dict[str, Any]:
     """Prepare this machine to answer claims: build the indexes, unpack the shipped models.
 
     Builds the indexes `discover` reads and, unless your own four trained models are in the
@@ -36,21 +35,13 @@ def setup_cli(
     machine is not prepared. The evidence sentences' vectors are encoded as answers read
     them (a second or so for each new claim) unless --full encodes them all now.
     """
-    setup(as_json=as_json, data_dir=data_dir, index_dir=index_dir, models_dir=models_dir, verify=not no_verify,
-          backend=backend.value, milvus_uri=milvus_uri, full=full)
-
-
-def setup(as_json: bool = False, data_dir: Path | None = None, index_dir: Path | None = None,
-          models_dir: Path | None = None, verify: bool = True, backend: str = "embedded",
-          milvus_uri: str | None = None, full: bool = False) -> dict[str, Any]:
-    """Prepare the machine (:func:`perspectrum.train.prepare.prepare`) and print what was done
-    as a table (or JSON)."""
     from perspectrum.train.prepare import prepare
 
-    done = prepare(data_dir, _store(index_dir).root, models_dir, verify=verify, backend=backend,
+    backend = BackendChoice(backend).value
+    done = prepare(data_dir, open_store(index_dir).root, models_dir, verify=not no_verify, backend=backend,
                    milvus_uri=milvus_uri, show_progress=True, full=full)
     if as_json:
-        _echo_json(done)
+        echo_json(done)
         return done
     table = Table(title=literal(f"indexes in {done['index_dir']} ({backend} backend)", "table.title"))
     for column in ("pool", "kind", "documents", "status", "seconds"):
@@ -60,8 +51,8 @@ def setup(as_json: bool = False, data_dir: Path | None = None, index_dir: Path |
                       f"{row['seconds']:.1f}" if row["status"] == "built" else "-")
     console.print(table)
     if "sentence_vectors" in done:
-        _say(f"evidence sentences encoded: {done['sentence_vectors']['encoded']:,} "
-             f"in {done['sentence_vectors']['seconds']:.0f} s")
-    _say(f"models in {done['models_dir']}: {done['models']} ({done['why']})")
-    _say(f"ready in {done['seconds']:.0f} s: `perspectrum discover \"<claim>\"` answers now")
+        say(f"evidence sentences encoded: {done['sentence_vectors']['encoded']:,} "
+            f"in {done['sentence_vectors']['seconds']:.0f} s")
+    say(f"models in {done['models_dir']}: {done['models']} ({done['why']})")
+    say(f"ready in {done['seconds']:.0f} s: `perspectrum discover \"<claim>\"` answers now")
     return done

@@ -9,8 +9,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from perspectrum._progress import printable
-from perspectrum.cli._util import (DataDir, IndexDir, ModelsDir, NoVerify, _claim, _echo_json, _error, _pipeline,
-                                   app, console, DeviceOpt)
+from perspectrum.cli.common import (DataDir, DeviceOpt, IndexDir, ModelsDir, NoVerify, app, checked_claim, console,
+                                    echo_json, error_exit, load_pipeline)
 from perspectrum.errors import PerspectrumError
 
 DocumentFile = Annotated[Path, typer.Argument(
@@ -23,8 +23,8 @@ ClaimOption = Annotated[Optional[str], typer.Option("--claim", help="The claim t
 def _given_claim(claim: str | None) -> str:
     """The claim, checked; a missing or bad one exits 2 as in `discover`."""
     if claim is None:
-        raise _error(PerspectrumError('give the claim the text argues about: --claim "…"'), 2)
-    return _claim(claim)
+        raise error_exit(PerspectrumError('give the claim the text argues about: --claim "…"'), 2)
+    return checked_claim(claim)
 
 
 def _append_units(pool: Path, source: Path, units: list[Any]) -> int:
@@ -55,7 +55,7 @@ def _append_units(pool: Path, source: Path, units: list[Any]) -> int:
 
 
 @app.command("mine")
-def mine_cli(
+def mine(
     file: DocumentFile,
     claim: ClaimOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the units as JSON (offsets into the file's text).")] = False,
@@ -69,21 +69,14 @@ def mine_cli(
 ) -> None:
     """Find the argument units of a text for a claim: spans (some shorter than a sentence)
     with their stance, highlighted in the text."""
-    mine(file, _given_claim(claim), as_json=as_json, add_to=add_to, data_dir=data_dir, index_dir=index_dir,
-         models_dir=models_dir, verify=not no_verify)
-
-
-def mine(file: Path, claim: str, as_json: bool = False, add_to: Path | None = None, data_dir: Path | None = None,
-         index_dir: Path | None = None, models_dir: Path | None = None, verify: bool = True) -> None:
-    """Print the argument units of ``file``'s text for ``claim`` (highlighted, or as JSON)
-    and append them to the pool ``add_to`` when given."""
     from perspectrum.text.document import read_document
 
+    claim = _given_claim(claim)
     text = read_document(file)
-    pipe = _pipeline(data_dir, index_dir, models_dir, verify, prepare_first=True)
+    pipe = load_pipeline(data_dir, index_dir, models_dir, not no_verify, prepare_first=True)
     units = pipe.mine(text, claim)
     if as_json:
-        _echo_json({"claim": claim, "file": str(file), "characters": len(text), "units": [u.to_dict() for u in units]})
+        echo_json({"claim": claim, "file": str(file), "characters": len(text), "units": [u.to_dict() for u in units]})
     else:
         from perspectrum.cli.display import mined
 
@@ -94,7 +87,7 @@ def mine(file: Path, claim: str, as_json: bool = False, add_to: Path | None = No
 
 
 @app.command("match")
-def match_cli(
+def match(
     file: DocumentFile,
     claim: Annotated[Optional[str], typer.Option("--claim", help="The claim the text argues about (not needed "
                                                  "with --arguments).", show_default=False)] = None,
@@ -109,19 +102,12 @@ def match_cli(
     no_verify: NoVerify = False,
 ) -> None:
     """Tell which arguments a speech, essay or transcript makes, each with the sentence that makes it."""
-    given = None if claim is None and arguments is not None else _given_claim(claim)
-    match(file, given, arguments=arguments, as_json=as_json, data_dir=data_dir, index_dir=index_dir,
-          models_dir=models_dir, verify=not no_verify)
-
-
-def match(file: Path, claim: str | None, arguments: Path | None = None, as_json: bool = False, data_dir: Path | None = None,
-          index_dir: Path | None = None, models_dir: Path | None = None, verify: bool = True) -> None:
-    """Print which of the ``arguments`` (a file, one a line; else the claim's perspectives,
-    so ``claim`` may be ``None`` only with ``arguments``) ``file``'s text makes, each with the
-    sentence that makes it."""
     from perspectrum.text.document import read_document
     from perspectrum.text.matching import check_arguments
 
+    # the arguments are --arguments' lines, else the claim's perspectives (so the claim may be left out
+    # only with --arguments)
+    claim = None if claim is None and arguments is not None else _given_claim(claim)
     text = read_document(file)
     listed = None
     if arguments is not None:
@@ -130,10 +116,10 @@ def match(file: Path, claim: str | None, arguments: Path | None = None, as_json:
             listed = check_arguments(lines)
         except PerspectrumError as exc:
             raise PerspectrumError(f"{arguments}: {exc}") from None
-    pipe = _pipeline(data_dir, index_dir, models_dir, verify, prepare_first=True)
+    pipe = load_pipeline(data_dir, index_dir, models_dir, not no_verify, prepare_first=True)
     results = pipe.match(text, claim, listed)
     if as_json:
-        _echo_json({"claim": claim, "file": str(file), "arguments": [r.to_dict() for r in results]})
+        echo_json({"claim": claim, "file": str(file), "arguments": [r.to_dict() for r in results]})
         return
     from perspectrum.cli.display import matched
 

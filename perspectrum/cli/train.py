@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 from enum import Enum
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from perspectrum._progress import literal
-from perspectrum.cli._util import (DataDir, IndexDir, JsonOut, ModelsDir, NoVerify, _metric, _models_dir, _pipeline,
-                                   _store, _write_json, app, console, DeviceOpt)
+from perspectrum.cli.common import (DataDir, DeviceOpt, IndexDir, JsonOut, ModelsDir, NoVerify, app, console,
+                                    load_pipeline, metric, models_folder, open_store, save_json)
 
 
 class TaskChoice(str, Enum):
@@ -24,7 +23,7 @@ class TaskChoice(str, Enum):
 
 
 @app.command("train")
-def train_cli(
+def train(
     task: Annotated[TaskChoice, typer.Argument(help="Which cross-encoder to train (all: the four in turn).")],
     seed: Annotated[int, typer.Option(help="Seed for the head, example order and sampling.")] = 13,
     quick: Annotated[bool, typer.Option("--quick", help="Train on a tiny slice (tests, smoke runs).")] = False,
@@ -38,47 +37,39 @@ def train_cli(
     no_verify: NoVerify = False,
 ) -> None:
     """Fine-tune the cross-encoders and fit the evidence ranker, tune their cut-offs on dev, save models/<task>/."""
-    train(task.value, seed=seed, quick=quick, tune_only=tune_only, json_path=json_path, data_dir=data_dir,
-          index_dir=index_dir, models_dir=models_dir, verify=not no_verify)
-
-
-def train(task: str, seed: int = 13, quick: bool = False, tune_only: bool = False,
-          json_path: Path | None = None, data_dir: Path | None = None, index_dir: Path | None = None,
-          models_dir: Path | None = None, verify: bool = True) -> None:
-    """Train ``task`` (``"all"``: the four in turn, then the pipeline's settings tuned on
-    dev) into the models folder and print a table of what was trained."""
     from perspectrum.data import data_checksum, load_dataset
     from perspectrum.models.scorers import MODELS as TASKS
     from perspectrum.train.tasks import retune_task, train_task
 
+    verify = not no_verify
     dataset = load_dataset(data_dir, verify=verify)
     checksum = data_checksum(data_dir)
-    target = _models_dir(models_dir)
+    target = models_folder(models_dir)
     table = Table(title=literal(f"trained models in {target}" + (" (quick)" if quick else ""), "table.title"))
     for column in ("task", "examples", "train s", "dev metric", "thresholds (dev)"):
         table.add_column(column, overflow="fold")
     summary = {}
-    for name in TASKS if task == TaskChoice.all.value else (task,):
+    for name in TASKS if task == TaskChoice.all else (TaskChoice(task).value,):
         if tune_only:
-            meta = retune_task(name, dataset, _store(index_dir), target, show_progress=True)
+            meta = retune_task(name, dataset, open_store(index_dir), target, show_progress=True)
         else:
-            meta = train_task(name, dataset, _store(index_dir), target, seed=seed, is_quick=quick,
+            meta = train_task(name, dataset, open_store(index_dir), target, seed=seed, is_quick=quick,
                               show_progress=True, data_checksum=checksum)
         summary[name] = meta
-        table.add_row(name, f"{meta['examples']['examples']:,}", f"{meta['train_seconds']:.0f}", _metric(meta["dev"]),
+        table.add_row(name, f"{meta['examples']['examples']:,}", f"{meta['train_seconds']:.0f}", metric(meta["dev"]),
                       json.dumps(meta["thresholds"]))
     console.print(table)
-    if task == TaskChoice.all.value:
+    if task == TaskChoice.all:  # then the pipeline's settings, tuned on dev
         from perspectrum.train.tune_pipeline import tune_pipeline
 
-        record = tune_pipeline(dataset, _pipeline(data_dir, index_dir, target, verify), show_progress=True)
+        record = tune_pipeline(dataset, load_pipeline(data_dir, index_dir, target, verify), show_progress=True)
         summary["pipeline"] = record
         console.print(f"pipeline settings chosen on dev: {json.dumps(record['settings'])}")
-    _write_json(json_path, summary)
+    save_json(json_path, summary)
 
 
 @app.command("tune")
-def tune_cli(
+def tune(
     json_path: JsonOut = None,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
@@ -91,17 +82,11 @@ def tune_cli(
     Runs `discover` end to end over the dev claims (and off-topic claims for the
     floor) once per setting tried; model scores are computed once and reused.
     """
-    tune(json_path=json_path, data_dir=data_dir, index_dir=index_dir, models_dir=models_dir, verify=not no_verify)
-
-
-def tune(json_path: Path | None = None, data_dir: Path | None = None, index_dir: Path | None = None,
-         models_dir: Path | None = None, verify: bool = True) -> None:
-    """Tune the pipeline's settings on dev, store them beside the models, and print every setting tried."""
     from perspectrum.data import load_dataset
     from perspectrum.train.tune_pipeline import tune_pipeline
 
-    dataset = load_dataset(data_dir, verify=verify)
-    record = tune_pipeline(dataset, _pipeline(data_dir, index_dir, models_dir, verify), show_progress=True)
+    dataset = load_dataset(data_dir, verify=not no_verify)
+    record = tune_pipeline(dataset, load_pipeline(data_dir, index_dir, models_dir, not no_verify), show_progress=True)
     table = Table(title=f"pipeline settings tried on dev ({record['system']} models), %")
     columns = ("floor", "margin", "cut", "neighbours", "T1", "T2 found", "T3", "T4 found", "T4 all", "T5 found",
                "T5 strict", "mixed", "wrong stance", "s")
@@ -120,5 +105,5 @@ def tune(json_path: Path | None = None, data_dir: Path | None = None, index_dir:
                   f"answers {floor['tune']['offtopic_answered']:.1%} of {floor['offtopic_tune']} off-topic ones "
                   f"(held-out off-topic answered: {floor['held_out']['offtopic_answered']:.1%})")
     console.print(f"chosen: {json.dumps(record['settings'])} ({record['rule']}); {record['seconds']:.0f} s")
-    _write_json(json_path, record)
+    save_json(json_path, record)
 

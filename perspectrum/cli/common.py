@@ -2,10 +2,12 @@
 its sub-apps, the console, the error and output helpers, the option aliases and choices
 used by more than one command, and the helpers that open stores, pools and pipelines.
 
-A command's module registers it on :data:`app` (or a sub-app) with a thin wrapper that
-parses the options and calls a plain function doing the work;
-:mod:`perspectrum.cli.app` imports every such module. Nothing here imports a model, an
-index engine or a web framework at import time: ``perspectrum --help`` stays fast.
+A command's module registers it on :data:`app` (or a sub-app): one function, as spaCy's
+``cli/`` has them, whose annotated parameters are the command's options (Typer reads
+them) and whose body does the work, so Python and the tests call the very function the
+command line runs. :mod:`perspectrum.cli.app` imports every such module. Nothing here
+imports a model, an index engine or a web framework at import time: ``perspectrum --help``
+stays fast.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ HELP_ORDER = ("setup", "search", "discover", "serve", "train", "evaluate", "tune
               "discover-batch", "data", "index", "models", "pool")
 
 
-def _error(exc: Exception, code: int) -> typer.Exit:
+def error_exit(exc: Exception, code: int) -> typer.Exit:
     """Print ``exc`` as the one ``error:`` line on stderr (escapes and newlines in a named
     file or value made visible, so it stays one line) and return the exit to raise."""
     typer.echo(f"error: {printable(str(exc), one_line=True)}", err=True)
@@ -45,7 +47,7 @@ class _Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except PerspectrumError as exc:
-            raise _error(exc, 1) from None
+            raise error_exit(exc, 1) from None
 
     def list_commands(self, ctx: Any) -> list[str]:
         names = super().list_commands(ctx)
@@ -72,26 +74,26 @@ app.add_typer(pool_app, name="pool")
 console = Console()
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     """One line of ours that names things from outside (paths, bundle fields): shown
     literally, not parsed as markup, escapes made visible."""
     console.print(printable(message), markup=False, emoji=False)
 
 
-def _echo_json(value: Any) -> None:
+def echo_json(value: Any) -> None:
     """Print ``value`` as indented JSON on stdout, every non-ASCII and control character escaped."""
     typer.echo(json.dumps(value, indent=2, ensure_ascii=True))
 
 
-def _write_json(path: Path | None, value: Any) -> None:
+def save_json(path: Path | None, value: Any) -> None:
     """Write ``value`` to ``path`` (a command's ``--json``) and say so; nothing without a path."""
     if path:
         from perspectrum._io import write_json
 
-        _say(f"wrote {write_json(path, value)}")
+        say(f"wrote {write_json(path, value)}")
 
 
-def _metric(values: Any) -> str:
+def metric(values: Any) -> str:
     """A model's headline metric for a table: F1 (and accuracy), or '-'."""
     if not isinstance(values, dict) or "f1" not in values:
         return "-"
@@ -131,9 +133,10 @@ ModelsDir = Annotated[
 ]
 
 
-
 def _use_device(name: str | None) -> str | None:
-    """``--device``'s callback: checked and made the process's device before the command runs."""
+    """``--device``'s callback: checked and made the process's device before the command runs
+    (a command called from Python leaves the device as it is:
+    :func:`perspectrum.encoders.device.use` sets it)."""
     if name is not None:
         from perspectrum.encoders.device import use
 
@@ -160,18 +163,31 @@ class PoolChoice(str, Enum):
     all = "all"
 
 
+class Engine(str, Enum):
+    """Where `discover-batch` and `map` run their model work."""
+
+    local = "local"
+    ray = "ray"
+
+
+RayAddress = Annotated[Optional[str], typer.Option(
+    "--address", help="Join this Ray cluster (auto: the one `ray start` runs here) instead of starting one; "
+                      "its nodes must see the same folders.")]
+
+
+
 # ----------------------------------------------------------------- shared helpers
-def _store(index_dir: Path | None, backend: str = "embedded", milvus_uri: str | None = None) -> Any:
+def open_store(index_dir: Path | None, backend: str = "embedded", milvus_uri: str | None = None) -> Any:
     from perspectrum.index.store import IndexStore
 
     return IndexStore(folders.index_dir(index_dir), backend=backend, milvus_uri=milvus_uri)
 
 
-def _models_dir(models_dir: Path | None) -> Path:
+def models_folder(models_dir: Path | None) -> Path:
     return folders.models_dir(models_dir)
 
 
-def _pool(dataset: Any, store: Any, name: str) -> Any:
+def dataset_pool(dataset: Any, store: Any, name: str) -> Any:
     """A dataset pool; the sentence split comes from the store's cache (~35 s to redo)."""
     from perspectrum.data import Pool
 
@@ -180,7 +196,7 @@ def _pool(dataset: Any, store: Any, name: str) -> Any:
     return Pool.from_dataset(dataset, name)
 
 
-def _own_pools(perspectives: Path | None, evidence: Path | None) -> tuple[Any, Any] | None:
+def own_pools(perspectives: Path | None, evidence: Path | None) -> tuple[Any, Any] | None:
     """Both own pools, read and checked, or ``None`` when neither is given."""
     from perspectrum.data import Pool
 
@@ -191,7 +207,7 @@ def _own_pools(perspectives: Path | None, evidence: Path | None) -> tuple[Any, A
     return Pool.from_jsonl(perspectives, "perspectives"), Pool.from_jsonl(evidence, "evidence")
 
 
-def _pipeline(data_dir: Path | None, index_dir: Path | None, models_dir: Path | None, verify: bool = True,
+def load_pipeline(data_dir: Path | None, index_dir: Path | None, models_dir: Path | None, verify: bool = True,
               perspectives: Path | None = None, evidence: Path | None = None, backend: str = "embedded",
               milvus_uri: str | None = None, prepare_first: bool = False) -> Any:
     """The pipeline over PERSPECTRUM's pools (checksums verified unless ``verify=False``), or
@@ -200,8 +216,8 @@ def _pipeline(data_dir: Path | None, index_dir: Path | None, models_dir: Path | 
     prepared first, saying so in one line on stderr (stdout may be JSON)."""
     from perspectrum.pipeline.pipeline import NotPrepared, Pipeline
 
-    own = _own_pools(perspectives, evidence)
-    root = _store(index_dir).root
+    own = own_pools(perspectives, evidence)
+    root = open_store(index_dir).root
     engines = {"backend": backend, "milvus_uri": milvus_uri}
 
     def load() -> Any:
@@ -215,15 +231,15 @@ def _pipeline(data_dir: Path | None, index_dir: Path | None, models_dir: Path | 
     except NotPrepared as exc:
         if not prepare_first:
             raise
-        from perspectrum._progress import say
+        from perspectrum._progress import say as on_stderr
         from perspectrum.train.prepare import prepare
 
-        say(f"{exc.problem}: running `perspectrum setup` first")
+        on_stderr(f"{exc.problem}: running `perspectrum setup` first")
         prepare(data_dir, root, models_dir, verify=verify, show_progress=True, **engines)
         return load()
 
 
-def _claim(claim: str) -> str:
+def checked_claim(claim: str) -> str:
     """``claim`` checked and stripped (:func:`~perspectrum.pipeline.pipeline.check_claim`);
     a bad one exits 2, as a usage error does."""
     from perspectrum.pipeline.pipeline import ClaimError, check_claim
@@ -231,4 +247,4 @@ def _claim(claim: str) -> str:
     try:
         return check_claim(claim)
     except ClaimError as exc:
-        raise _error(exc, 2) from None
+        raise error_exit(exc, 2) from None

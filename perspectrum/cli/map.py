@@ -8,14 +8,13 @@ from typing import Annotated, Any, Optional
 import typer
 
 from perspectrum._progress import printable
-from perspectrum.cli._util import (DataDir, DeviceOpt, IndexDir, ModelsDir, NoVerify, _claim, _echo_json, _error,
-                                   _pipeline, app, console)
-from perspectrum.cli.discover import Engine
+from perspectrum.cli.common import (DataDir, DeviceOpt, Engine, IndexDir, ModelsDir, NoVerify, RayAddress, app,
+                                    checked_claim, console, echo_json, error_exit, load_pipeline)
 from perspectrum.errors import PerspectrumError
 
 
 @app.command("map")
-def map_cli(
+def map_pile(
     documents: Annotated[list[Path], typer.Argument(
         help="Files, folders (read whole) or JSONL files of {\"id\", \"text\"} records: plain text, Markdown, "
              "HTML or PDF.", show_default=False)],
@@ -34,33 +33,20 @@ def map_cli(
     = Engine.local,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Ray actors mining, one CPU each "
                                                                             "(1 if left out).")] = None,
-    address: Annotated[Optional[str], typer.Option(
-        "--address", help="Join this Ray cluster (auto: the one `ray start` runs here) instead of starting one; "
-                          "its nodes must see the same folders.")] = None,
+    address: RayAddress = None,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
     device: DeviceOpt = None,
     no_verify: NoVerify = False,
-) -> None:
+) -> Any:
     """Map a pile of documents: the perspectives they take on a claim, each named by a key
     point, with how many documents make it, its side, and every quote."""
     if claim is None:
-        raise _error(PerspectrumError('give the claim the documents argue about: --claim "…"'), 2)
+        raise error_exit(PerspectrumError('give the claim the documents argue about: --claim "…"'), 2)
     if engine == Engine.local and (workers is not None or address is not None):
-        raise _error(PerspectrumError("--workers and --address are for --engine ray"), 2)
-    run_map(documents, _claim(claim), as_json=as_json, html=html, min_documents=min_documents, data_dir=data_dir,
-            index_dir=index_dir, models_dir=models_dir, verify=not no_verify, units=units, engine=engine.value,
-            workers=workers or 1, address=address)
-
-
-def run_map(paths: list[Path], claim: str, as_json: bool = False, html: Path | None = None, min_documents: int = 2,
-            data_dir: Path | None = None, index_dir: Path | None = None, models_dir: Path | None = None,
-            verify: bool = True, units: Path | None = None, engine: str = "local", workers: int = 1,
-            address: str | None = None) -> Any:
-    """Read ``paths``, map them for ``claim``, and print the map (tables, or JSON); each
-    thing skipped is one line on stderr, and ``html`` gets the page. ``units``, ``engine``,
-    ``workers`` and ``address``: see :func:`perspectrum.serve.map_run.map_documents`."""
+        raise error_exit(PerspectrumError("--workers and --address are for --engine ray"), 2)
+    claim = checked_claim(claim)
     from functools import partial
 
     from perspectrum._io import atomic_write
@@ -68,24 +54,25 @@ def run_map(paths: list[Path], claim: str, as_json: bool = False, html: Path | N
     from perspectrum.pipeline.mapping import MapSettings
     from perspectrum.text.reading import read_documents, readable
 
-    found, skipped = readable(read_documents(paths))
-    for item in skipped:
+    found, skipped = readable(read_documents(documents))
+    for item in skipped:  # one line each on stderr
         typer.echo(f"skipped {printable(item.source, one_line=True)}: {printable(item.why, one_line=True)}", err=True)
-    from perspectrum.serve.map_run import map_documents
+    from perspectrum.serve.map_run import map_documents as run
 
     given = {name: None if path is None else path.expanduser().resolve() for name, path in
              (("data_dir", data_dir), ("index_dir", index_dir), ("models_dir", models_dir))}
     # a factory the ray engine can send to its actors (folders made absolute for them); built once here first
-    factory = partial(_pipeline, verify=verify, prepare_first=True, **given)
-    # bars go to stderr, so --json's stdout stays JSON
-    result = map_documents(factory if engine == "ray" else factory(), {d.id: d.text for d in found}, claim,
-                           MapSettings(min_documents=min_documents), skipped, units=units, engine=engine,
-                           workers=workers, address=address, show_progress=True)
+    factory = partial(load_pipeline, verify=not no_verify, prepare_first=True, **given)
+    # --units, --engine, --workers, --address: see perspectrum.serve.map_run.map_documents; bars go to
+    # stderr, so --json's stdout stays JSON
+    result = run(factory if engine == Engine.ray else factory(), {d.id: d.text for d in found}, claim,
+                 MapSettings(min_documents=min_documents), skipped, units=units, engine=Engine(engine).value,
+                 workers=workers or 1, address=address, show_progress=True)
     if html is not None:
         page = map_page(result)
         atomic_write(html, lambda tmp: tmp.write_text(page, encoding="utf-8"))
     if as_json:
-        _echo_json(result.to_dict())
+        echo_json(result.to_dict())
         return result
     from perspectrum.cli.display import mapped
 
