@@ -32,7 +32,7 @@ from tests.conftest import write_dataset
 CLAIM = "Animals should have legal rights"
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
-ARTIFACTS = Path(os.environ.get("PERSPECTRUM_TEST_ARTIFACTS", Path(__file__).parents[1] / "test-artifacts"))
+ARTIFACTS = Path(os.environ.get("PERSPECTRUM_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
 # what the machine's own check ran chromium with: no sandbox as root, and none of the
 # background connections a closed network refuses
 FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

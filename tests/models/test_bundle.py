@@ -303,7 +303,7 @@ install_models(sys.argv[2], sys.argv[3], sys.argv[4])
 
 def _killed_install(step: str, bundle: Path, root: Path) -> None:
     """Run an install of ``bundle`` into ``root`` in a fresh process killed at ``step``."""
-    from .test_reliability import python
+    from tests.test_reliability import python
 
     run = python(KILL_INSTALL, step, str(bundle), str(root), CHECKSUM)
     assert run.returncode == 9, run.stderr

@@ -2,7 +2,7 @@
 every refusal (4xx), back-pressure (503 with Retry-After), the token, its session cookie and
 throttle, the Host check and security headers, and the CLI's refusals before it serves; and
 through a real uvicorn server on a free loopback port, the deadlines that close idle and slow
-connections. ``/map`` is checked over short texts written for these tests (``tests.test_map``'s).
+connections. ``/map`` is checked over short texts written for these tests (``tests.pipeline.test_map``'s).
 
 The app serves the ``--quick`` models of the ``trained_dir`` fixture over the ten-claim
 fixture; what they answer is compared with the same pipeline called directly.
@@ -50,7 +50,7 @@ from perspectrum.serve.connections import uvicorn_config
 from perspectrum.serve.guard import SESSION_SECONDS, TRIES, TRY_WINDOW, Throttle
 from perspectrum.text.document import MAX_DOCUMENT_CHARS
 from perspectrum.train import prepare
-from tests.test_map import CAGES, ZOOS, ZOOS_TOO
+from tests.pipeline.test_map import CAGES, ZOOS, ZOOS_TOO
 
 CLAIM = "Animals should have legal rights"
 TOKEN = "a-token-of-twenty-chars"

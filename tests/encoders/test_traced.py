@@ -18,7 +18,7 @@ from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel
 from perspectrum.train.fine_tune import TrainParams
 from perspectrum.encoders.bi_encoder import default_encoder_path, transformers_classes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAIRS = [("Animals should have legal rights", "Animals feel pain and deserve protection."),
          ("Zoos", "word " * 200),
          ("Homework should be abolished [SEP] now", "Children lose play time to homework."),
