@@ -5,7 +5,7 @@ Run from the repository root with PERSPECTRUM_DATA set::
     python -m benchmarks.backend_parity --json eval/results/backend_parity_base_nosplit.json
 
 Builds into a fresh temporary folder (your ``indexes/`` is left alone). The figures are
-the ones ``tests/test_backends.py`` asserts on (see :mod:`perspectrum.eval.backends`).
+the ones ``tests/index/test_backends.py`` asserts on (see :mod:`perspectrum.eval.backends`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (if needed) and run the test suite. Tests use their own fixtures, never the data.
+# Set up (if needed) and run the test suite, the slow tests too (--slow; a plain `pytest` skips
+# them). Tests use their own fixtures, never the data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -10,6 +11,6 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # is fine for either half when arguments select tests of one kind only.
 status=0
 for selection in "not jvm" "jvm"; do
-    .venv/bin/python -m pytest -q -m "$selection" "$@" || { code=$?; [ "$code" -eq 5 ] || status=$code; }
+    .venv/bin/python -m pytest -q --slow -m "$selection" "$@" || { code=$?; [ "$code" -eq 5 ] || status=$code; }
 done
 exit $status

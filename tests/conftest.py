@@ -3,12 +3,17 @@
 The texts are our own, not the dataset's; the layout (file names, keys, types) is the
 release's, so the same loader reads both. Each test gets its own copy, so tests may
 corrupt files freely.
+
+Tests marked ``slow`` (and every test that uses a fixture of :data:`SLOW_FIXTURES`) are
+skipped unless asked for: ``pytest --slow``, ``PERSPECTRUM_SLOW=1`` or ``CI`` set (CI and
+``scripts/test.sh`` run them).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -95,6 +100,40 @@ EVIDENCE = {
         start=1,
     )
 }
+
+
+#: Fixtures that make a test slow: `perspectrum train all --quick` on the fixture, and the
+#: shipped-style models packed from what it trained (half a minute or more on 2 cores, once
+#: per run, before the first test that uses them).
+SLOW_FIXTURES = ("trained_dir", "shipped_set")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the tests marked slow (as PERSPECTRUM_SLOW=1 or CI set do; scripts/test.sh does)")
+
+
+def run_slow(config: pytest.Config) -> bool:
+    """Whether this run includes the slow tests: asked for with ``--slow``, ``PERSPECTRUM_SLOW``
+    or ``CI`` (set to anything but empty, ``0`` or ``false``), or named in ``-m``."""
+    def said(name: str) -> bool:
+        return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+    return bool(config.getoption("--slow") or said("PERSPECTRUM_SLOW") or said("CI")
+                or "slow" in (config.getoption("markexpr", "") or ""))
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects, so that -m "not slow" sees these marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(name in item.fixturenames for name in SLOW_FIXTURES):
+            item.add_marker(pytest.mark.slow)
+    if run_slow(config):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --slow or PERSPECTRUM_SLOW=1 (scripts/test.sh and CI do)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
 
 
 def write_dataset(folder: Path) -> Path:

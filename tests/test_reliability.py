@@ -515,6 +515,7 @@ print(reads, len(failures), failures[:3])
 """
 
 
+@pytest.mark.slow  # three processes for six seconds
 def test_two_writers_and_a_reader_share_an_index_folder(tmp_path, fixture_root, pool) -> None:
     best = IndexStore(tmp_path).build(pool, "bm25")[0].search("nuclear waste", 1)[0].doc_id
     args = [str(fixture_root / "data"), str(tmp_path), "6", str(best)]

@@ -107,6 +107,7 @@ def test_lucene_agrees_with_bm25s_on_the_real_pools(tmp_path: Path, real) -> Non
     found = lucene_parity(real, tmp_path)
     assert min(found["overlap_at_10"].values()) >= 0.99, found
     for task in ("t1_f1", "t4_f1"):
+        assert found[task], task
         for k, (bm25s, lucene) in found[task].items():
             assert abs(bm25s - lucene) <= 0.5, (task, k, bm25s, lucene)
 

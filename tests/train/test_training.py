@@ -39,6 +39,7 @@ def _weights(model) -> dict:
     return {k: v.clone() for k, v in model.state_dict().items()}
 
 
+@pytest.mark.slow  # fine-tunes three times (seconds)
 def test_fine_tune_is_deterministic_for_a_seed():
     first, _, stats = fine_tune(PAIRS, TARGETS, TINY)
     again, _, _ = fine_tune(PAIRS, TARGETS, TINY)

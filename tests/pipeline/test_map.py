@@ -181,8 +181,8 @@ def test_map_command_json_table_and_page(pile: Path, trained_dir, tmp_path: Path
         assert found["documents"] == len({q["document"] for q in found["quotes"]})
         for quote in found["quotes"]:
             assert texts[quote["document"]][quote["start"]:quote["end"]] == quote["text"]
-    assert all(p["documents"] >= 2 for p in out["perspectives"])
-    assert all(p["documents"] == 1 for p in out["also_mentioned"])
+    assert out["perspectives"] and all(p["documents"] >= 2 for p in out["perspectives"])
+    assert out["also_mentioned"] and all(p["documents"] == 1 for p in out["also_mentioned"])
     html = page.read_text()
     assert html.startswith("<!doctype html>") and "<script" not in html and "Skipped" in html
     table = runner.invoke(app, ["map", str(pile / "a.txt"), str(pile / "b.md"), "--claim", "Zoos should exist",

@@ -32,7 +32,7 @@ from tests.conftest import write_dataset
 CLAIM = "Animals should have legal rights"
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
-ARTIFACTS = Path(os.environ.get("PERSPECTRUM_TEST_ARTIFACTS", Path(__file__).parents[1] / "test-artifacts"))
+ARTIFACTS = Path(os.environ.get("PERSPECTRUM_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
 # what the machine's own check ran chromium with: no sandbox as root, and none of the
 # background connections a closed network refuses
 FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -161,7 +161,9 @@ def test_the_page_answers_a_claim_in_two_columns_with_highlighted_evidence(serve
     # keyboard only: "/" returns to the claim box; Enter opens a collapsed part
     driver.find_element(By.TAG_NAME, "body").send_keys("/")
     assert driver.switch_to.active_element.get_attribute("id") == "claim"
-    for summary in driver.find_elements(By.CSS_SELECTOR, "#result summary"):
+    summaries = driver.find_elements(By.CSS_SELECTOR, "#result summary")
+    assert summaries
+    for summary in summaries:
         summary.send_keys(Keys.ENTER)
         assert summary.find_element(By.XPATH, "..").get_attribute("open") is not None
 
@@ -285,7 +287,7 @@ def test_the_map_view_maps_pasted_texts_and_a_file(server, browser, tmp_path) ->
     assert not driver.find_elements(By.CSS_SELECTOR, "#result b")
     quoted = driver.execute_script("return [...document.querySelectorAll('#result blockquote p')]"
                                    ".map(p => p.textContent)")
-    assert all(q in "\n".join((*PASTED, "Zoos protect endangered species from extinction.")) for q in quoted)
+    assert quoted and all(q in "\n".join((*PASTED, "Zoos protect endangered species from extinction.")) for q in quoted)
     assert any("<b>cages</b>" in q for q in quoted) or not any("cages" in q for q in quoted)
     fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert fetched and all(url.startswith(f"{server}/") for url in fetched)  # nothing from elsewhere

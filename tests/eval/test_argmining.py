@@ -347,7 +347,7 @@ def test_entity_scores_label_mismatch_and_empty_predictions() -> None:
     # empty predictions, first document empty on both sides (nervaluate cannot infer a loader then):
     # 2 gold units missed -> recall 0, F1 0 in every schema
     empty = entity_scores([[], [Segment(P, 0, 2), Segment(C, 3, 5)]], [[], []])
-    assert all(empty[s]["missed"] == 2 and empty[s]["f1"] == 0.0 for s in empty)
+    assert set(empty) == set(mismatch) and all(empty[s]["missed"] == 2 and empty[s]["f1"] == 0.0 for s in empty)
     # no gold and no predicted unit anywhere: nervaluate scores 0 (no 1.0 rule, unlike segment F1)
     nothing = entity_scores_from_tags([[N, N]], [[N, N]])
     assert nothing["strict"]["f1"] == 0.0 and set(nothing) == {"strict", "exact", "partial", "ent_type"}

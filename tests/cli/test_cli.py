@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from perspectrum import data
 from perspectrum.cli.app import app
 
-from .conftest import CLAIMS, checksums_of
+from tests.conftest import CLAIMS, checksums_of
 
 runner = CliRunner()
 

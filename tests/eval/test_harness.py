@@ -2,7 +2,7 @@
 own input and on gold input; our IR and pipeline systems as implementations of it; and the
 one-line errors a third party meets (exit 2 for a malformed value, 1 for everything else).
 
-The classes below are third-party systems too: the CLI loads them as ``tests.test_harness:Name``.
+The classes below are third-party systems too: the CLI loads them as ``tests.eval.test_harness:Name``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from perspectrum.index.store import IndexStore
 from perspectrum.pipeline.pipeline import Pipeline
 from tests.conftest import CLAIMS
 from tests.example_system import WordOverlap
-from tests.test_ir import _swap_labels
+from tests.eval.test_ir import _swap_labels
 
 runner = CliRunner()
 EXAMPLE = "tests.example_system:WordOverlap"
@@ -136,7 +136,7 @@ def test_example_system_end_to_end_with_and_without_an_oracle(data_dir: Path, tm
 
     # a system that keeps one perspective: gold perspectives for stance and equivalence reach them all
     out = tmp_path / "narrow.json"
-    result = evaluate("--system", "tests.test_harness:Narrow", *common, "--oracle", "stance,equivalence",
+    result = evaluate("--system", "tests.eval.test_harness:Narrow", *common, "--oracle", "stance,equivalence",
                       "--json", str(out))
     assert "own input" in result.output and "gold input" in result.output
     narrow = json.loads(out.read_text())
@@ -183,18 +183,18 @@ def test_bad_systems_and_stages_fail_in_one_line(data_dir: Path) -> None:
     one_line("--system", "tests/example_system.py:WordOverlap", *common, exit_code=2)
     assert "no module named 'tests.nowhere'" in one_line("--system", "tests.nowhere:X", *common)
     assert "has no attribute 'Missing'" in one_line("--system", "tests.example_system:Missing", *common)
-    assert "has no tasks" in one_line("--system", "tests.test_harness:NoTasks", *common)
-    assert "has no evidence method" in one_line("--system", "tests.test_harness:Forgetful", *common)
-    line = one_line("--system", "tests.test_harness:StanceOnly", *common)
+    assert "has no tasks" in one_line("--system", "tests.eval.test_harness:NoTasks", *common)
+    assert "has no evidence method" in one_line("--system", "tests.eval.test_harness:Forgetful", *common)
+    line = one_line("--system", "tests.eval.test_harness:StanceOnly", *common)
     assert "answers stance but does not answer relevance" in line and "--oracle stance" in line
-    assert "retrieve failed: ZeroDivisionError" in one_line("--system", "tests.test_harness:Broken", *common)
-    assert "not among its candidates" in one_line("--system", "tests.test_harness:Liar", *common)
+    assert "retrieve failed: ZeroDivisionError" in one_line("--system", "tests.eval.test_harness:Broken", *common)
+    assert "not among its candidates" in one_line("--system", "tests.eval.test_harness:Liar", *common)
     assert "unknown oracle stage 'stnace'" in one_line("--system", EXAMPLE, "--oracle", "stnace", *common,
                                                        exit_code=2)
     one_line("--system", EXAMPLE, "--oracle", "retrieve", *common, exit_code=2)
     assert "--plot" in one_line("--system", EXAMPLE, "--plot", "x.png", *common)
     # a system answering one later task is scored on gold input alone
-    result = evaluate("--system", "tests.test_harness:StanceOnly", "--oracle", "stance", *common)
+    result = evaluate("--system", "tests.eval.test_harness:StanceOnly", "--oracle", "stance", *common)
     assert "stance-only" in result.output and "T2 stance" in result.output and "T1" not in result.output
 
 

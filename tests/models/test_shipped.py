@@ -22,8 +22,8 @@ from perspectrum.models import shipped
 from perspectrum.models.deltas import BadDelta, apply
 from perspectrum.train.pack import small_form, write_delta
 
-SCORES = Path(__file__).parent / "fixtures" / "shipped_scores.json"
-DEV_RUNS = Path(__file__).resolve().parents[1] / "eval" / "results" / "small_forms_shipped_dev.json"
+SCORES = Path(__file__).parents[1] / "fixtures" / "shipped_scores.json"
+DEV_RUNS = Path(__file__).resolve().parents[2] / "eval" / "results" / "small_forms_shipped_dev.json"
 #: Every shipped model file together must stay under this (the wheel carries them).
 MAX_BYTES = 50_000_000
 

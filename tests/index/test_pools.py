@@ -1,6 +1,6 @@
 """`perspectrum pool add|remove`: an own pool file changed and every index of it brought
 along without a full rebuild (the Lucene and embedded engines here; Milvus in
-tests/test_backends.py's update test), crash-safe, with one-line errors."""
+tests/index/test_backends.py's update test), crash-safe, with one-line errors."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from perspectrum.data import Pool
 from perspectrum.index.store import IndexStore
 from perspectrum.pipeline.pipeline import own_store
 
-from .conftest import EVIDENCE, PERSPECTIVES
-from .test_cli import invoke
-from .test_reliability import python
+from tests.conftest import EVIDENCE, PERSPECTIVES
+from tests.cli.test_cli import invoke
+from tests.test_reliability import python
 
 
 pytestmark = pytest.mark.jvm  # see scripts/test.sh
@@ -165,7 +165,7 @@ def test_two_adds_at_once_keep_both_records_or_refuse_the_same_id(tmp_path: Path
     import subprocess
     import sys
 
-    from .test_reliability import ROOT
+    from tests.test_reliability import ROOT
 
     index_dir = tmp_path / "idx"
     store, pool = store_of(files, index_dir)

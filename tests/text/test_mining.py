@@ -230,7 +230,7 @@ def test_mine_command_json_highlight_and_add_to(trained_dir, tmp_path: Path) -> 
     result = runner.invoke(app, ["mine", str(essay), "--claim", "Zoos should exist", "--json", *_args(trained_dir)])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert out["characters"] == len(ESSAY)
+    assert out["characters"] == len(ESSAY) and out["units"]
     for unit in out["units"]:
         assert ESSAY[unit["start"]:unit["end"]] == unit["text"] and unit["stance"] in ("support", "undermine")
     spans = sorted((u["start"], u["end"]) for u in out["units"])

@@ -100,7 +100,9 @@ def test_t4_variant_is_chosen_on_dev_and_test_labels_change_no_choice(dataset, t
         assert scores["t5"] == pytest.approx(
             scores["t1"]["f1"] * scores["t2"]["f1"] * scores["t4"]["f1"] / 1e4, abs=0.01)
     assert result["recall_curves"]["split"] == "dev"
-    for line, (name, scores) in zip(ir_tuning(result), result["methods"].items()):
+    lines = ir_tuning(result)
+    assert len(lines) == len(result["methods"])
+    for line, (name, scores) in zip(lines, result["methods"].items()):
         assert line.startswith(f"{name}: ") and f"T4 {scores['t4']['query']} query" in line
 
     # other test labels: the test scores move, but no choice, dev figure or curve does

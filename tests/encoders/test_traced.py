@@ -18,7 +18,7 @@ from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel
 from perspectrum.train.fine_tune import TrainParams
 from perspectrum.encoders.bi_encoder import default_encoder_path, transformers_classes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAIRS = [("Animals should have legal rights", "Animals feel pain and deserve protection."),
          ("Zoos", "word " * 200),
          ("Homework should be abolished [SEP] now", "Children lose play time to homework."),
@@ -79,6 +79,7 @@ def test_tokens_match_the_transformers_tokenizer() -> None:
     assert all((singles[name] == theirs[name]).all() for name in singles)
 
 
+@pytest.mark.slow  # traces a model (seconds)
 def test_copy_is_made_once_and_scores_like_the_model(model_dir, empty_cache) -> None:
     import torch
 
@@ -92,6 +93,7 @@ def test_copy_is_made_once_and_scores_like_the_model(model_dir, empty_cache) -> 
     assert np.abs(again.score(PAIRS) - expected).max() < 1e-6
 
 
+@pytest.mark.slow  # traces a model (seconds)
 def test_a_process_with_a_copy_never_imports_transformers(model_dir, empty_cache) -> None:
     expected = CrossEncoderModel.load(model_dir).score(PAIRS)
     code = ("import json, sys; from perspectrum.encoders.cross_encoder import CrossEncoderModel; "
@@ -105,6 +107,7 @@ def test_a_process_with_a_copy_never_imports_transformers(model_dir, empty_cache
     assert "making traced copies" not in run.stderr  # the copy was there: nothing to announce
 
 
+@pytest.mark.slow  # traces a model (seconds)
 def test_damaged_copy_is_ignored_and_made_again(model_dir, empty_cache, capsys) -> None:
     expected = CrossEncoderModel.load(model_dir).score(PAIRS)
     copies()[0].write_bytes(b"not a TorchScript file")
@@ -114,6 +117,7 @@ def test_damaged_copy_is_ignored_and_made_again(model_dir, empty_cache, capsys) 
     assert traced.load(model_dir, True, recorded(model_dir)) is not None  # the cache holds a good copy again
 
 
+@pytest.mark.slow  # traces a model (seconds)
 def test_changed_model_gets_a_new_copy_and_the_old_one_goes(model_dir, empty_cache, tmp_path) -> None:
     import shutil
 
@@ -136,6 +140,7 @@ def test_changed_model_gets_a_new_copy_and_the_old_one_goes(model_dir, empty_cac
     assert sorted(p.stem for p in traced.cache_dir().iterdir()) == [copies()[0].stem] * 2  # copy and its sum
 
 
+@pytest.mark.slow  # traces a model (seconds)
 def test_copy_that_disagrees_is_not_kept(model_dir, empty_cache, monkeypatch) -> None:
     import torch
 

@@ -57,9 +57,12 @@ def test_fine_tuned_pipeline_answers_with_its_stored_settings(trained_dir) -> No
                 assert (p >= threshold) == (found.stance == "support")
     hits = [hit for found in result.perspectives for hit in found.evidence[:1]]
     assert hits and all(hit.window and 0.0 <= hit.window_score <= 1.0 for hit in hits)
-    assert set(pipe.scorers._loaded) == {"relevance", "stance", "equivalence", "ranker", "featurizer"}
+    # the stance model read the members (the ranker's windows are above)
+    assert any(phrasing.support_probability is not None for found in result.perspectives for phrasing in found.phrasings)
     agreeing = pipe.with_config(PipelineConfig(overrides={"expand": {"neighbours": 5, "agree": True}}))
-    for found in agreeing.discover("Animals should have legal rights").perspectives:
+    agreed = agreeing.discover("Animals should have legal rights").perspectives
+    assert agreed
+    for found in agreed:
         for phrasing in found.phrasings:  # every member, added or not, was read and sits on its side
             assert phrasing.support_probability is not None
     nothing = pipe.with_config(PipelineConfig(overrides={"relevance": {"floor": 2.0}})).discover("Tea or coffee")
