@@ -128,7 +128,7 @@ def test_clusters_never_join_confident_opposites() -> None:
 def test_unsure_members_join_and_the_cluster_takes_its_confident_members_side() -> None:
     support = {TEXTS[1]: 0.9, TEXTS[2]: 0.45, TEXTS[3]: 0.1, TEXTS[4]: 0.55}
     state, _ = _clustered(support, margin=0.2)
-    assert any({state.kept[i].side for i in group.members} - {0} for group in state.groups)
+    assert any({state.kept[i].leaning for i in group.members} - {0} for group in state.groups)
     for group in state.groups:
         sides = {state.kept[i].leaning for i in group.members} - {0}
         assert len(sides) <= 1
