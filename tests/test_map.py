@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from perspectrum.cli.app import app
 from perspectrum.errors import PerspectrumError
-from perspectrum.pipeline.map_page import map_page
-from perspectrum.pipeline.mapping import MapSettings, build_map, key_point
+from perspectrum.cli.map_page import map_page
+from perspectrum.pipeline.map import MapSettings, build_map, key_point
 from perspectrum.text.mining import MinedUnit
 from perspectrum.text.reading import Skipped, read_documents, readable
 
@@ -192,7 +192,7 @@ def test_map_command_json_table_and_page(pile: Path, trained_dir, tmp_path: Path
 
 
 def test_map_page_escapes_what_documents_hold() -> None:
-    from perspectrum.pipeline.mapping import MappedPerspective, PerspectiveMap, Quote
+    from perspectrum.pipeline.map import MappedPerspective, PerspectiveMap, Quote
 
     evil = "<script>alert(1)</script> zoos <b>matter</b>"
     found = MappedPerspective(evil, "support", 0.8, 2, 2, 1.0, (Quote("<i>doc</i>", 0, 5, evil, 0.8),))
@@ -213,7 +213,7 @@ def test_map_command_refuses_bad_input_in_one_line(pile: Path, trained_dir) -> N
 
 def test_map_units_file_resumes_an_interrupted_run_and_refuses_another_pile(pile: Path, trained_dir, tmp_path: Path,
                                                                              monkeypatch) -> None:
-    import perspectrum.pipeline.pipeline as pipeline_module
+    import perspectrum.pipeline.map as map_module
 
     units = tmp_path / "runs" / "units.jsonl"
     args = ["map", str(pile), "--claim", "Zoos should exist", "--json", "--units", str(units), *_args(trained_dir)]
@@ -227,13 +227,13 @@ def test_map_units_file_resumes_an_interrupted_run_and_refuses_another_pile(pile
     # interrupted after two documents, in the middle of writing the third
     units.write_text("".join(lines[:3]) + lines[3][:len(lines[3]) // 2], encoding="utf-8")
     mined: list[str] = []
-    real = pipeline_module.mine
+    real = map_module.mine
 
     def counted(text, *rest, **kw):
         mined.append(text)
         return real(text, *rest, **kw)
 
-    monkeypatch.setattr(pipeline_module, "mine", counted)
+    monkeypatch.setattr(map_module, "mine", counted)
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
     assert "cut off a partial last line" in again.stderr
@@ -293,8 +293,8 @@ class ExactJudge:
 
 
 def test_piles_and_their_scores_on_the_fixture(dataset) -> None:
-    from perspectrum.eval.mapping import figures, piles, score_pile
-    from perspectrum.pipeline.mapping import MappedPerspective, Quote
+    from perspectrum.eval.map_quality import figures, piles, score_pile
+    from perspectrum.pipeline.map import MappedPerspective, Quote
 
     found = {p.claim.cid: p for p in piles(dataset, "dev")}
     pile = found[7]  # gold evidence 12 (a supporting cluster) and 13 (an undermining one), and two distractors
@@ -324,7 +324,7 @@ def test_piles_and_their_scores_on_the_fixture(dataset) -> None:
 
 
 def test_argkp_map_reads_the_top_half_of_each_topic_and_stance() -> None:
-    from perspectrum.eval.mapping import argkp_map
+    from perspectrum.eval.map_quality import argkp_map
 
     rows = [("a", 0.9, False, True), ("a", 0.8, True, True), ("a", 0.7, False, False), ("a", 0.6, True, True),
             ("b", 0.5, True, True)]  # b's top half is empty: left out, as int(1 × 0.5) = 0

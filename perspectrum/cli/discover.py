@@ -128,7 +128,7 @@ def discover_batch(claims: Path, out: Path, engine: str = "local", workers: int 
     ``engine`` (local or ray) and print a summary."""
     from functools import partial
 
-    from perspectrum.serve.batch import discover_batch as run
+    from perspectrum.batch.discover_run import discover_batch as run
 
     if engine == Engine.local.value and (workers is not None or address is not None):
         raise PerspectrumError("--workers and --address are for --engine ray")

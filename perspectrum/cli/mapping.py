@@ -60,18 +60,18 @@ def run_map(paths: list[Path], claim: str, as_json: bool = False, html: Path | N
             address: str | None = None) -> Any:
     """Read ``paths``, map them for ``claim``, and print the map (tables, or JSON); each
     thing skipped is one line on stderr, and ``html`` gets the page. ``units``, ``engine``,
-    ``workers`` and ``address``: see :func:`perspectrum.serve.map_run.map_documents`."""
+    ``workers`` and ``address``: see :func:`perspectrum.batch.map_run.map_documents`."""
     from functools import partial
 
     from perspectrum._io import atomic_write
-    from perspectrum.pipeline.map_page import counted, map_page
-    from perspectrum.pipeline.mapping import MapSettings
+    from perspectrum.cli.map_page import counted, map_page
+    from perspectrum.pipeline.map import MapSettings
     from perspectrum.text.reading import read_documents, readable
 
     found, skipped = readable(read_documents(paths))
     for item in skipped:
         typer.echo(f"skipped {printable(item.source, one_line=True)}: {printable(item.why, one_line=True)}", err=True)
-    from perspectrum.serve.map_run import map_documents
+    from perspectrum.batch.map_run import map_documents
 
     given = {name: None if path is None else path.expanduser().resolve() for name, path in
              (("data_dir", data_dir), ("index_dir", index_dir), ("models_dir", models_dir))}

@@ -4,7 +4,7 @@ Each claim of a split becomes one pile: its gold evidence paragraphs, plus as ma
 paragraphs of other claims that share one of its topics (distractors, drawn with a fixed
 seed; other claims' paragraphs when the topic has too few). The pile is mapped for the
 claim (:meth:`perspectrum.Pipeline.map`'s steps: every paragraph mined, the units grouped
-by :func:`perspectrum.pipeline.mapping.build_map`), and each map perspective's key point
+by :func:`perspectrum.pipeline.map.build_map`), and each map perspective's key point
 is judged against the gold perspectives by the equivalence model, blended and cut as
 `mine`'s evaluation judges units (:class:`perspectrum.eval.mining.Judge`):
 
@@ -46,7 +46,7 @@ from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval.metrics import f1, percent
 from perspectrum.eval.mining import Judge
-from perspectrum.pipeline.mapping import LOWER, MappedPerspective, MapSettings, build_map
+from perspectrum.pipeline.map import LOWER, MappedPerspective, MapSettings, build_map
 from perspectrum.text.mining import MinedUnit
 
 #: The seed distractors are drawn with.
@@ -234,7 +234,7 @@ def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", lowers: Sequen
     """Mine every ``split`` pile once with ``pipe`` and map it with the clustering cut
     lowered by each of ``lowers``; the figures for each (percent; counts as counts).
 
-    On dev this chooses the default :data:`perspectrum.pipeline.mapping.LOWER` (the
+    On dev this chooses the default :data:`perspectrum.pipeline.map.LOWER` (the
     highest F1 of coverage and purity); on test, run it with the chosen value alone.
     """
     started = time.perf_counter()

@@ -1,9 +1,10 @@
 """A map of a pile of documents: the perspectives they take on a claim, each counted,
 stanced and quoted.
 
-`perspectrum map` (and :meth:`perspectrum.Pipeline.map`) mines every document's argument
-units for the claim (:mod:`perspectrum.text.mining`), then groups equivalent units across
-documents into perspectives the way ``discover`` clusters (:mod:`perspectrum.pipeline.stages.cluster`):
+`perspectrum map` (and :meth:`perspectrum.Pipeline.map`, which calls :func:`map_pile` with its
+loaded models and settings) mines every document's argument units for the claim
+(:mod:`perspectrum.pipeline.mine`), then groups equivalent units across documents into
+perspectives the way ``discover`` clusters (:mod:`perspectrum.pipeline.stages.cluster`):
 
 - each unit's most similar units (cosine of their vectors, :attr:`MapSettings.neighbours`
   of them) are read by the equivalence model, blended with the cosine;
@@ -16,20 +17,28 @@ similarity to the others), preferring units of a readable length and never a que
 unit that only frames the debate. Its prevalence is how many documents (and units) make it; its
 side and confidence are the cluster's vote, calibrated as ``discover``'s cards are.
 Perspectives are ordered by prevalence; those made by a single document (when more
-than one was read) are kept apart as "also mentioned".
+than one was read) are kept apart as "also mentioned". At most :data:`MAX_MAP_UNITS` units are
+grouped at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from perspectrum._progress import progress
+from perspectrum.encoders.bi_encoder import Encoder
+from perspectrum.errors import PerspectrumError
 from perspectrum.models.rules import blend, groups, split_sides, vote
+from perspectrum.models.scorers import Scorers
+from perspectrum.pipeline.mine import mine
 from perspectrum.pipeline.results import calibrated, side
-from perspectrum.text.mining import MinedUnit
+from perspectrum.text.document import check_document
+from perspectrum.text.mining import MinedUnit, MineSettings
 from perspectrum.text.polarity import takes_no_side
 
 #: Words a key point reads best in: shorter units rarely state a whole perspective, longer
@@ -167,7 +176,7 @@ def key_point(members: Sequence[int], texts: Sequence[str], matrix: np.ndarray) 
 
 
 def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callable[[list[str]], Any], documents: int,
-              equivalence: Callable[[list[tuple[str, str, str]]], np.ndarray], stance: dict[str, float],
+              equivalence: Callable[[list[tuple[str, str, str]]], np.ndarray], stance: Mapping[str, float],
               settings: MapSettings, weight: float, threshold: float) -> tuple[list[MappedPerspective],
                                                                                list[MappedPerspective]]:
     """The perspectives and the also-mentioned of ``units`` ((document id, unit) pairs, whose
@@ -195,3 +204,60 @@ def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callab
     found.sort(key=lambda p: (-p.documents, -p.units, -p.confidence, p.key_point))
     floor = settings.min_documents if documents >= settings.min_documents else 1
     return [p for p in found if p.documents >= floor], [p for p in found if p.documents < floor]
+
+
+def check_documents(documents: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
+    """``documents`` as id → text, every text checked (a list of texts is numbered from 1);
+    a one-line error for one text, none, or a text that cannot be read."""
+    if isinstance(documents, (str, bytes)):
+        raise PerspectrumError("map takes several documents: a mapping of ids to texts, or a list of texts")
+    items = list(documents.items()) if isinstance(documents, Mapping) else [
+        (str(n), text) for n, text in enumerate(documents, 1)]
+    if not items:
+        raise PerspectrumError("there are no documents to map")
+    return {str(doc_id): check_document(text, what=f"document {doc_id}") for doc_id, text in items}
+
+
+def map_pile(texts: Mapping[str, str], claim: str, scorers: Scorers, encoder: Encoder,
+             stance: Mapping[str, float], cluster: Mapping[str, float], settings: MapSettings | None = None,
+             skipped: Sequence[Any] = (), mined: Mapping[str, Sequence[MinedUnit]] | None = None,
+             on_mined: Callable[[str, list[MinedUnit]], None] | None = None,
+             show_progress: bool = False) -> PerspectiveMap:
+    """The map of ``texts`` (id → text, checked: :func:`check_documents`) for ``claim`` (checked).
+
+    Every document not in ``mined`` (units already mined, by id: a resumed run's, or another
+    machine's) is mined (:func:`perspectrum.pipeline.mine.mine`, the stance cut of ``stance``),
+    and ``on_mined(id, units)`` called as its units are ready. Past :data:`MAX_MAP_UNITS` units,
+    the most plainly argued are kept (in document order) and the rest counted. Units are grouped
+    by :func:`build_map`, cut at ``settings``' threshold and weight, or, left ``None``, at the
+    clustering stage's (``cluster``) lowered by :data:`LOWER`. ``stance`` holds the stance
+    stage's ``threshold``, ``margin``, ``scale`` and ``unclear``; ``skipped`` (what a reader could
+    not read, :class:`perspectrum.text.reading.Skipped`) is carried into the answer."""
+    started = time.perf_counter()
+    settings = settings or MapSettings()
+    mined = mined or {}
+    units: list[tuple[str, MinedUnit]] = []
+    to_mine = [doc_id for doc_id in texts if doc_id not in mined]
+    with progress("mining the documents", len(to_mine), enabled=show_progress and bool(to_mine)) as advance:
+        for doc_id in texts:
+            if doc_id in mined:
+                found = list(mined[doc_id])
+            else:
+                found = mine(texts[doc_id], claim, scorers, encoder, stance["threshold"], MineSettings())
+                if on_mined is not None:
+                    on_mined(doc_id, found)
+                advance(1)
+            units += [(doc_id, unit) for unit in found]
+    left_out = max(0, len(units) - MAX_MAP_UNITS)
+    if left_out:  # the most plainly argued units, in document order
+        best = sorted(range(len(units)), key=lambda i: -units[i][1].score)[:MAX_MAP_UNITS]
+        units = [units[i] for i in sorted(best)]
+    weight = cluster["weight"] if settings.weight is None else settings.weight
+    threshold = max(0.0, cluster["threshold"] - LOWER) if settings.threshold is None else settings.threshold
+    shown, also = build_map(claim, units, encoder.encode, len(texts), scorers.equivalence, stance, settings, weight,
+                            threshold)
+    return PerspectiveMap(claim, len(texts), len(units), shown, also,
+                          [s.to_dict() if hasattr(s, "to_dict") else dict(s) for s in skipped],
+                          {"threshold": round(threshold, 4), "weight": weight, "neighbours": settings.neighbours,
+                           "min_documents": settings.min_documents, "units_left_out": left_out},
+                          time.perf_counter() - started)
