@@ -220,7 +220,7 @@ class PipelineSystem:
         self.pipe.warm_up()
 
     def _run(self, states: list[ClaimState], stages: Sequence[str]) -> list[ClaimState]:
-        self.pipe._run(states, stages, {})
+        self.pipe.advance(states, stages)
         return states
 
     def _states(self, claims: list[str]) -> tuple[list[ClaimState], Any]:

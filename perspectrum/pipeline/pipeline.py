@@ -375,10 +375,13 @@ class Pipeline:
         ``mined`` holds units already mined for some documents (by id: a resumed run's, or
         another machine's); those documents are not mined again. ``on_mined(id, units)`` is
         called as each other document's units are ready (a run that keeps them to resume)."""
+        started = time.perf_counter()
         claim = check_claim(claim)
         texts = check_documents(documents)
-        return map_pile(texts, claim, self.scorers, self._encoder(), self.settings["stance"], self.settings["cluster"],
-                        settings, skipped, mined, on_mined, self.show_progress)
+        found = map_pile(texts, claim, self.scorers, self._encoder(), self.settings["stance"], self.settings["cluster"],
+                         settings, skipped, mined, on_mined, self.show_progress)
+        found.seconds = time.perf_counter() - started  # the whole call, loading the models included
+        return found
 
     def match(self, text: str | Sequence[str], claim: str | None = None, arguments: Sequence[str] | None = None,
               settings: MatchSettings | None = None) -> list[ArgumentMatch] | list[list[ArgumentMatch]]:
@@ -410,22 +413,28 @@ class Pipeline:
         if until not in STAGE_NAMES:
             raise PerspectrumError(f"unknown stage {until!r} (stages: {', '.join(STAGE_NAMES)})")
         states = [ClaimState(check_claim(c)) for c in claims]
-        self._run(states, STAGE_NAMES[:STAGE_NAMES.index(until) + 1], {})
+        self.advance(states, STAGE_NAMES[:STAGE_NAMES.index(until) + 1])
         return states
 
     def advance(self, states: list[ClaimState], names: Sequence[str]) -> dict[str, float]:
         """Run the stages named in ``names`` (in running order) on ``states``; seconds per stage.
 
-        With :meth:`discovery`, what an engine needs that runs a batch's stages in different
-        processes, a group of stages each (:mod:`perspectrum.batch.ray_engine`): every stage reads
-        only its claims' states, so the result is the one :meth:`discover_many` returns.
+        :meth:`discover_many` is this over every stage, then :meth:`discovery` for each claim.
+        Every stage reads only its claims' states, so an engine that runs a batch's stages in
+        different processes, a group of stages each (:mod:`perspectrum.batch.ray_engine`),
+        gets the results :meth:`discover_many` returns.
         """
         unknown = [name for name in names if name not in STAGE_NAMES]
         if unknown:
             raise PerspectrumError(f"unknown stage(s) {', '.join(map(repr, unknown))} "
                                    f"(stages: {', '.join(STAGE_NAMES)})")
+        ready = self._get()
         timings: dict[str, float] = {}
-        self._run(states, names, timings)
+        for stage in ready.stages:
+            if stage.name in names:
+                started = time.perf_counter()
+                stage.run(states, ready.context)
+                timings[stage.name] = time.perf_counter() - started
         return timings
 
     def discovery(self, state: ClaimState, timings: dict[str, float], top: int | None = None,
@@ -434,22 +443,12 @@ class Pipeline:
         with ``timings`` as its seconds per stage."""
         return self._result(state, self._get(), timings, top, evidence, explain)
 
-    def _run(self, states: list[ClaimState], names: Sequence[str], timings: dict[str, float]) -> None:
-        ready = self._get()
-        for stage in ready.stages:
-            if stage.name in names:
-                started = time.perf_counter()
-                stage.run(states, ready.context)
-                timings[stage.name] = time.perf_counter() - started
-
     def _batch(self, claims: list[str], top: int | None, with_evidence: bool, explain: bool) -> list[Discovery]:
-        ready = self._get()
         states = [ClaimState(c) for c in claims]
-        timings: dict[str, float] = {}
-        self._run(states, [n for n in STAGE_NAMES if with_evidence or n not in EVIDENCE_STAGES], timings)
+        timings = self.advance(states, [n for n in STAGE_NAMES if with_evidence or n not in EVIDENCE_STAGES])
         timings["total"] = sum(timings.values())
         share = {k: round(v / len(claims), 4) for k, v in timings.items()}
-        return [self._result(s, ready, share, top, with_evidence, explain) for s in states]
+        return [self.discovery(s, share, top, with_evidence, explain) for s in states]
 
     def _result(self, state: ClaimState, ready: _Ready, timings: dict[str, float], top: int | None,
                 with_evidence: bool, explain: bool) -> Discovery:
