@@ -403,8 +403,8 @@ class Pipeline:
                                        "give the arguments to look for")
         elif claim is not None:
             check_claim(claim)
-        arguments = check_arguments(arguments)
-        found = [match_arguments(t, arguments, self._encoder(), settings or MatchSettings()) for t in texts]
+        arguments, encoder = check_arguments(arguments), self._encoder()
+        found = [match_arguments(t, arguments, encoder, settings or MatchSettings()) for t in texts]
         return found if many else found[0]
 
     def run_stages(self, claims: Sequence[str], until: str = STAGE_NAMES[-1]) -> list[ClaimState]:
