@@ -7,7 +7,7 @@ Over the first ``--limit`` claims of a split (read from ``$PERSPECTRUM_DATA`` or
 ``--data-dir``), each engine writes a fresh results file in a temporary folder:
 
 - ``local``: :meth:`Pipeline.discover_many` in this process (torch's default threads);
-- ``ray_1``: Ray Data, one single-threaded actor per step of :data:`perspectrum.serve.batch.STEPS`,
+- ``ray_1``: Ray Data, one single-threaded actor per step of :data:`perspectrum.batch.ray_engine.STEPS`,
   every Ray process confined to one core: one worker's worth of CPU;
 - ``ray_2``: two actors per step on both cores;
 - ``ray_1_two_cores``: one actor per step on both cores (the stages' pipelining alone).
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from perspectrum._io import write_json
-from perspectrum.serve.batch import STEPS, discover_batch
+from perspectrum.batch.discover_run import STEPS, discover_batch
 from perspectrum.data import load_dataset
 from perspectrum.pipeline.pipeline import Pipeline
 

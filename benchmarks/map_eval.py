@@ -1,4 +1,4 @@
-"""`map` on PERSPECTRUM's piles (:mod:`perspectrum.eval.mapping`): coverage, purity, side accuracy, prevalence.
+"""`map` on PERSPECTRUM's piles (:mod:`perspectrum.eval.map_quality`): coverage, purity, side accuracy, prevalence.
 
     python -m benchmarks.map_eval --models-dir MODELS [--split dev] [--lowers 0 0.1 0.2 0.3 0.4] [--name NAME]
                                   [--units UNITS.json]
@@ -11,7 +11,7 @@ are mapped for the claim; each pile is mined once and mapped with the clustering
 each of ``--lowers``.
 
 Rule, fixed before the dev run was read: the default lowering
-(:data:`perspectrum.pipeline.mapping.LOWER`) is the one with the highest F1 of coverage and
+(:data:`perspectrum.pipeline.map.LOWER`) is the one with the highest F1 of coverage and
 purity on dev; test is then run once with it alone.
 
 Writes ``eval/results/map_<name>_<split>.json``.
@@ -28,7 +28,7 @@ from pathlib import Path
 from benchmarks.pipeline_args import pipeline_parser
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.eval.mapping import evaluate_map, mine_piles, piles
+from perspectrum.eval.map_quality import evaluate_map, mine_piles, piles
 from perspectrum.text.mining import MinedUnit
 from perspectrum.pipeline.pipeline import Pipeline
 

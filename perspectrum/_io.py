@@ -10,6 +10,10 @@
 - Writers of one folder are serialised by a file lock (``filelock``) on ``.<name>.lock``;
   each writer first tidies what a crashed one left (unfinished versions, old temporary
   folders) and restores a folder moved aside by an interrupted swap from older versions.
+- A JSONL file that a long run appends to (``discover-batch``'s results, ``map``'s units) gets
+  each line whole and on disk before the next (:func:`appending`); a torn last line left by a
+  crash is cut off when it is read again (:func:`complete_lines`), and one run at a time may
+  write it (:func:`sole_writer`, the same lock a folder's writers take).
 - Everything is created with the user's umask, as ``open`` and ``mkdir`` do.
 
 Write failures (read-only folder, full disk, file-size limit) become one-line
@@ -25,7 +29,7 @@ import re
 import secrets
 import shutil
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +118,9 @@ def _writers_lock(final: Path) -> Any:
 
 
 @contextmanager
-def folder_lock(final: str | Path) -> Iterator[None]:
-    """Hold the writers' lock of ``final`` (re-entrant within a thread), saying when it waits."""
+def folder_lock(final: str | Path, busy: str | None = None) -> Iterator[None]:
+    """Hold the writers' lock of ``final`` (re-entrant within a thread): wait for another
+    writer, saying so; or, given ``busy``, fail at once with ``busy`` as the error."""
     from filelock import Timeout
 
     final = Path(final)
@@ -123,8 +128,10 @@ def folder_lock(final: str | Path) -> Iterator[None]:
         final.parent.mkdir(parents=True, exist_ok=True)
         lock = _writers_lock(final)
         try:
-            lock.acquire(timeout=LOCK_NOTICE_SECONDS)
+            lock.acquire(timeout=LOCK_NOTICE_SECONDS if busy is None else 0)
         except Timeout:
+            if busy is not None:
+                raise PerspectrumError(busy) from None
             say(f"waiting for another process writing {final}")
             lock.acquire()
     except OSError as exc:
@@ -133,6 +140,71 @@ def folder_lock(final: str | Path) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+def sole_writer(path: str | Path) -> AbstractContextManager[None]:
+    """Hold the writers' lock of the file ``path`` (:func:`folder_lock`'s), or fail at once:
+    two runs appending to one file would duplicate its lines."""
+    return folder_lock(path, busy=f"another run is writing {Path(path)}; wait for it to end or choose another --out")
+
+
+@contextmanager
+def appending(path: Path) -> Iterator[Callable[[str], None]]:
+    """Yield ``write(line)``, which appends ``line`` and its newline to ``path`` and returns
+    once they are on disk (flush, then ``fsync``; the folder too when the file is new)."""
+    try:
+        new = not path.exists()
+        handle = open(path, "ab")
+        if new:
+            folder = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
+
+    def write(line: str) -> None:
+        try:
+            handle.write(line.encode("utf-8") + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        except OSError as exc:
+            raise cannot_write(path, exc) from None
+
+    try:
+        yield write
+    finally:
+        handle.close()
+
+
+def complete_lines(path: Path, kind: str) -> Iterator[tuple[int, Any]]:
+    """Each complete line of the JSONL file ``path`` as (line number, its JSON, or ``None``
+    where it is not JSON); once all are read, a last line without its newline (the torn tail of
+    an interrupted run) is cut off, saying so. A folder or an unreadable file is a one-line
+    error naming ``kind``. A consumer that raises on a line stops the reading: nothing is cut."""
+    kept = 0  # bytes of complete lines
+    try:
+        with open(path, "rb") as handle:
+            for line, raw in enumerate(handle, 1):
+                if not raw.endswith(b"\n"):
+                    break  # cut off below
+                kept += len(raw)
+                try:
+                    row = json.loads(raw)
+                except (ValueError, RecursionError):
+                    row = None
+                yield line, row
+    except IsADirectoryError:
+        raise PerspectrumError(f"{path} is a folder, not a {kind}") from None
+    except OSError as exc:
+        raise PerspectrumError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        if kept < path.stat().st_size:
+            os.truncate(path, kept)
+            say(f"{path}: cut off a partial last line that an interrupted run left")
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
 
 
 def current(final: str | Path) -> Path | None:

@@ -5,10 +5,10 @@ between files comes back to where it started.
 Layers, bottom to top (``docs/architecture.md`` draws them):
 
 foundation (``errors``, ``_checks``, ``_progress``, ``_io``, ``config``, ``integrity``, ``_version``)
-→ text and data → encoders → index → models → pipeline → eval → train → serve → cli.
+→ text and data → encoders → index → models → pipeline → batch → eval → train → serve → cli.
 
 ``perspectrum/__init__.py`` is the public face: it may re-export from up to the pipeline,
-never from eval, train, serve or cli, so ``import perspectrum`` stays the runtime.
+never from batch, eval, train, serve or cli, so ``import perspectrum`` stays the runtime.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from pathlib import Path
 import perspectrum
 
 ROOT = Path(perspectrum.__file__).parent
-LAYERS = ["foundation", "text", "encoders", "index", "models", "pipeline", "eval", "train", "serve", "cli"]
+LAYERS = ["foundation", "text", "encoders", "index", "models", "pipeline", "batch", "eval", "train", "serve", "cli"]
 FOUNDATION = {"errors", "_checks", "_progress", "_io", "config", "integrity", "_version"}
 #: Packages only the layers above the runtime may import.
-ABOVE_RUNTIME = ("perspectrum.eval", "perspectrum.train", "perspectrum.serve", "perspectrum.cli")
+ABOVE_RUNTIME = ("perspectrum.batch", "perspectrum.eval", "perspectrum.train", "perspectrum.serve", "perspectrum.cli")
 
 
 def module_name(path: Path) -> str:

@@ -96,7 +96,7 @@ def discover_batch(
     """
     from functools import partial
 
-    from perspectrum.serve.batch import discover_batch as run
+    from perspectrum.batch.discover_run import discover_batch as run
 
     if engine == Engine.local and (workers is not None or address is not None):
         raise PerspectrumError("--workers and --address are for --engine ray")

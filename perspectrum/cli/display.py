@@ -29,8 +29,8 @@ from perspectrum._progress import literal, printable
 from perspectrum.text.document import paragraphs
 from perspectrum.text.matching import ArgumentMatch
 from perspectrum.text.mining import MinedUnit
-from perspectrum.pipeline.map_page import counted
-from perspectrum.pipeline.mapping import MappedPerspective, PerspectiveMap
+from perspectrum.cli.map_page import counted
+from perspectrum.pipeline.map import MappedPerspective, PerspectiveMap
 from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit
 
 #: Characters of paragraph shown on either side of the highlighted window.
@@ -189,7 +189,7 @@ def matched(results: Iterable[ArgumentMatch]) -> Table:
 
 
 def mapped(result: PerspectiveMap) -> RenderableType:
-    """A :class:`~perspectrum.pipeline.mapping.PerspectiveMap` as tables: the perspectives
+    """A :class:`~perspectrum.pipeline.map.PerspectiveMap` as tables: the perspectives
     the documents take, most prevalent first (side, key point, documents, share), then
     those a single document makes ("also mentioned")."""
     def table(title: str, rows: list[MappedPerspective]) -> Table:

@@ -50,20 +50,20 @@ def map_pile(
     from functools import partial
 
     from perspectrum._io import atomic_write
-    from perspectrum.pipeline.map_page import counted, map_page
-    from perspectrum.pipeline.mapping import MapSettings
+    from perspectrum.cli.map_page import counted, map_page
+    from perspectrum.pipeline.map import MapSettings
     from perspectrum.text.reading import read_documents, readable
 
     found, skipped = readable(read_documents(documents))
     for item in skipped:  # one line each on stderr
         typer.echo(f"skipped {printable(item.source, one_line=True)}: {printable(item.why, one_line=True)}", err=True)
-    from perspectrum.serve.map_run import map_documents as run
+    from perspectrum.batch.map_run import map_documents as run
 
     given = {name: None if path is None else path.expanduser().resolve() for name, path in
              (("data_dir", data_dir), ("index_dir", index_dir), ("models_dir", models_dir))}
     # a factory the ray engine can send to its actors (folders made absolute for them); built once here first
     factory = partial(load_pipeline, verify=not no_verify, prepare_first=True, **given)
-    # --units, --engine, --workers, --address: see perspectrum.serve.map_run.map_documents; bars go to
+    # --units, --engine, --workers, --address: see perspectrum.batch.map_run.map_documents; bars go to
     # stderr, so --json's stdout stays JSON
     result = run(factory if engine == Engine.ray else factory(), {d.id: d.text for d in found}, claim,
                  MapSettings(min_documents=min_documents), skipped, units=units, engine=Engine(engine).value,

@@ -30,7 +30,8 @@ from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.ir import best_of
 from perspectrum.eval.metrics import _prf, percent
-from perspectrum.text.matching import MatchSettings, margins, read_text
+from perspectrum.pipeline.match import read_text
+from perspectrum.text.matching import MatchSettings, margins
 from perspectrum.models.rules import blend
 
 #: Retrieved perspectives outside the claim's gold clusters, per document: with ~5 gold
@@ -143,7 +144,7 @@ def score_documents(docs: Sequence[MatchDocument], scorers: Any, encoder: Any, s
 
 
 def decide(scored: Sequence[Scored], settings: MatchSettings | CrossSettings) -> list[list[bool]]:
-    """What each setting answers, from stored scores: :func:`perspectrum.text.matching.match_arguments`'s
+    """What each setting answers, from stored scores: :func:`perspectrum.pipeline.match.match_arguments`'s
     rule for :class:`MatchSettings`, the cross-encoder sentence-max for :class:`CrossSettings`."""
     out = []
     for doc in scored:

@@ -33,7 +33,8 @@ from perspectrum._progress import progress
 from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.metrics import f1, percent
-from perspectrum.text.mining import Candidates, MinedUnit, MineSettings, non_overlapping, read_candidates
+from perspectrum.pipeline.mine import read_candidates
+from perspectrum.text.mining import Candidates, MinedUnit, MineSettings, non_overlapping
 from perspectrum.models.rules import blend
 
 
@@ -161,7 +162,7 @@ class Scored:
 
 def score_candidates(dataset: Dataset, docs: Sequence[MineDocument], pipe: Any, judge: Judge,
                      show_progress: bool = False) -> Scored:
-    """Features (:func:`perspectrum.text.mining.read_candidates`) and the judge's verdicts for
+    """Features (:func:`perspectrum.pipeline.mine.read_candidates`) and the judge's verdicts for
     every candidate of every document."""
     found = []
     with progress("mine candidates", len(docs), enabled=show_progress) as advance:

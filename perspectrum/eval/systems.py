@@ -33,7 +33,7 @@ from perspectrum.index.store import IndexStore
 from perspectrum.pipeline.pipeline import Pipeline
 from perspectrum.models.rules import ranked
 from perspectrum.index.search import DocId
-from perspectrum.pipeline.stages import Candidate, ClaimState, Group, Member
+from perspectrum.pipeline.stages import Candidate, ClaimState, Group, Member, Stance
 
 #: The T4 cut-offs dev chooses among, per kind (the grids of ``evaluate --system ir``).
 T4_GRIDS: dict[str, list[Cutoff]] = {"top_k": [Cutoff(k) for k in range(1, 31)],
@@ -220,7 +220,7 @@ class PipelineSystem:
         self.pipe.warm_up()
 
     def _run(self, states: list[ClaimState], stages: Sequence[str]) -> list[ClaimState]:
-        self.pipe._run(states, stages, {})
+        self.pipe.advance(states, stages)
         return states
 
     def _states(self, claims: list[str]) -> tuple[list[ClaimState], Any]:
@@ -256,7 +256,7 @@ class PipelineSystem:
         states, context = self._states(claims)
         for state, ids in zip(states, perspectives):
             state.kept = self._members(state, ids, context)
-        threshold = self.pipe.settings["stance"]["threshold"]
+        threshold = self.pipe.stage(Stance).threshold
         out = []
         for state, ids in zip(self._run(states, ["stance"]), perspectives):
             support = {m.id: m.support for m in state.kept}

@@ -22,6 +22,12 @@ installed in ``models/`` answering in its shipped namesake's place
 shipped models are not unpacked (and the user's four are not there) is refused at once
 (:class:`NotPrepared`) until ``perspectrum setup`` (:func:`perspectrum.train.prepare.prepare`)
 has unpacked them.
+
+Raw text is read by modules of its own over the same models: :mod:`perspectrum.pipeline.mine`
+(argument units), :mod:`perspectrum.pipeline.match` (which arguments a text makes) and
+:mod:`perspectrum.pipeline.map` (a pile of documents grouped into perspectives);
+:meth:`Pipeline.mine`, :meth:`Pipeline.match` and :meth:`Pipeline.map` check their input and
+call them with the loaded models and the dev-tuned settings.
 """
 
 from __future__ import annotations
@@ -40,8 +46,8 @@ from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.text.document import check_document
 from perspectrum.index.store import DEFAULT_BACKEND, IndexStore
-from perspectrum.text.matching import ArgumentMatch, MatchSettings, check_arguments, match_arguments
-from perspectrum.text.mining import MinedUnit, MineSettings, mine
+from perspectrum.text.matching import ArgumentMatch, MatchSettings, check_arguments
+from perspectrum.text.mining import MinedUnit, MineSettings
 from perspectrum.pipeline.results import (
     SCHEMA_VERSION,
     DiscoveredPerspective,
@@ -53,13 +59,15 @@ from perspectrum.pipeline.results import (
 )
 from perspectrum.models.scorers import Scorers
 from perspectrum.pipeline.settings import check_settings, configure, stage_settings
+from perspectrum.encoders.bi_encoder import Encoder
 from perspectrum.index.dense import lend_vectors
 from perspectrum.index.search import HybridSearcher
-from perspectrum.pipeline.stages import (EVIDENCE_STAGES, ORDER, ClaimState, Context, EvidenceStage, Retrieve, Stage,
-                                         Stance, Verify)
+from perspectrum.pipeline.stages import (EVIDENCE_STAGES, ORDER, ClaimState, ClusterStage, Context, EvidenceStage,
+                                         Retrieve, Stage, Stance, Verify)
 from perspectrum.text.sentences import checked
-from perspectrum.pipeline.mapping import LOWER, MAX_MAP_UNITS, MapSettings, PerspectiveMap, build_map
-from perspectrum._progress import progress
+from perspectrum.pipeline.map import MapSettings, PerspectiveMap, check_documents, map_pile
+from perspectrum.pipeline.match import match_arguments
+from perspectrum.pipeline.mine import mine
 
 __all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery", "EvidenceHit", "NotPrepared",
            "Phrasing", "Pipeline", "PipelineConfig", "check_claim", "check_prepared", "own_store"]
@@ -292,6 +300,10 @@ class Pipeline:
         """The models that answer (loads them if needed)."""
         return self._get().context.scorers
 
+    def _encoder(self) -> Encoder:
+        """The sentence encoder behind the dense index (loads it if needed)."""
+        return self._get().context.dense.encoder
+
     def with_config(self, config: PipelineConfig, scorers: Scorers | None = None) -> Pipeline:
         """A pipeline over the same pools and indexes with other settings (and, optionally,
         other scorers); this one's loaded models are shared unless ``scorers`` is given."""
@@ -337,73 +349,42 @@ class Pipeline:
         """The argument units of ``text`` (an essay, a web page's text, a transcript) for
         ``claim``: spans with character offsets into ``text``, possibly shorter than a
         sentence, each with a stance and a score, in text order; non-argumentative text is
-        left out (see :mod:`perspectrum.text.mining`). ``settings`` default to the dev-tuned ones."""
+        left out (:func:`perspectrum.pipeline.mine.mine`, with this pipeline's models and stance
+        cut). ``settings`` default to the dev-tuned ones."""
         text, claim = check_document(text), check_claim(claim)
-        context = self._get().context
-        return mine(text, claim, context.scorers, context.dense.encoder, self.settings["stance"]["threshold"],
+        return mine(text, claim, self.scorers, self._encoder(), self.stage(Stance).threshold,
                     settings or MineSettings())
 
     def map(self, documents: Mapping[str, str] | Sequence[str], claim: str, settings: MapSettings | None = None,
             skipped: Sequence[Any] = (), mined: Mapping[str, Sequence[MinedUnit]] | None = None,
             on_mined: Callable[[str, list[MinedUnit]], None] | None = None) -> PerspectiveMap:
-        """The perspectives a pile of ``documents`` takes on ``claim`` (see
-        :mod:`perspectrum.pipeline.mapping`): every document's argument units grouped across
-        documents, each perspective named by its key point, counted (documents, units, share),
-        stanced and quoted with document ids and character offsets. ``documents`` maps ids to
-        texts (a list of texts is numbered from 1); every text is checked before any work
-        starts. ``skipped`` (what a reader could not read, :class:`perspectrum.text.reading.Skipped`)
-        is carried into the answer.
+        """The perspectives a pile of ``documents`` takes on ``claim``
+        (:func:`perspectrum.pipeline.map.map_pile`, with this pipeline's models and its stance
+        and clustering settings): every document's argument units grouped across documents,
+        each perspective named by its key point, counted (documents, units, share), stanced and
+        quoted with document ids and character offsets. ``documents`` maps ids to texts (a list
+        of texts is numbered from 1); every text is checked before any work starts. ``skipped``
+        (what a reader could not read, :class:`perspectrum.text.reading.Skipped`) is carried
+        into the answer.
 
         ``mined`` holds units already mined for some documents (by id: a resumed run's, or
         another machine's); those documents are not mined again. ``on_mined(id, units)`` is
         called as each other document's units are ready (a run that keeps them to resume)."""
         started = time.perf_counter()
         claim = check_claim(claim)
-        if isinstance(documents, (str, bytes)):
-            raise PerspectrumError("map takes several documents: a mapping of ids to texts, or a list of texts")
-        items = list(documents.items()) if isinstance(documents, Mapping) else [
-            (str(n), text) for n, text in enumerate(documents, 1)]
-        if not items:
-            raise PerspectrumError("there are no documents to map")
-        texts = {str(doc_id): check_document(text, what=f"document {doc_id}") for doc_id, text in items}
-        settings = settings or MapSettings()
-        mined = mined or {}
-        context = self._get().context
-        stance, cluster = self.settings["stance"], self.settings["cluster"]
-        units: list[tuple[str, MinedUnit]] = []
-        to_mine = [doc_id for doc_id in texts if doc_id not in mined]
-        with progress("mining the documents", len(to_mine), enabled=self.show_progress and bool(to_mine)) as advance:
-            for doc_id in texts:
-                if doc_id in mined:
-                    found = list(mined[doc_id])
-                else:
-                    found = mine(texts[doc_id], claim, context.scorers, context.dense.encoder, stance["threshold"],
-                                 MineSettings())
-                    if on_mined is not None:
-                        on_mined(doc_id, found)
-                    advance(1)
-                units += [(doc_id, unit) for unit in found]
-        left_out = max(0, len(units) - MAX_MAP_UNITS)
-        if left_out:  # the most plainly argued units, in document order
-            best = sorted(range(len(units)), key=lambda i: -units[i][1].score)[:MAX_MAP_UNITS]
-            units = [units[i] for i in sorted(best)]
-        weight = cluster["weight"] if settings.weight is None else settings.weight
-        threshold = max(0.0, cluster["threshold"] - LOWER) if settings.threshold is None else settings.threshold
-        shown, also = build_map(claim, units, context.dense.encoder.encode, len(texts), context.scorers.equivalence,
-                                stance, settings, weight, threshold)
-        return PerspectiveMap(claim, len(texts), len(units), shown, also,
-                              [s.to_dict() if hasattr(s, "to_dict") else dict(s) for s in skipped],
-                              {"threshold": round(threshold, 4), "weight": weight, "neighbours": settings.neighbours,
-                               "min_documents": settings.min_documents, "units_left_out": left_out},
-                              time.perf_counter() - started)
+        texts = check_documents(documents)
+        found = map_pile(texts, claim, self.scorers, self._encoder(), self.stage(Stance), self.stage(ClusterStage),
+                         settings, skipped, mined, on_mined, self.show_progress)
+        found.seconds = time.perf_counter() - started  # the whole call, loading the models included
+        return found
 
     def match(self, text: str | Sequence[str], claim: str | None = None, arguments: Sequence[str] | None = None,
               settings: MatchSettings | None = None) -> list[ArgumentMatch] | list[list[ArgumentMatch]]:
         """Which ``arguments`` ``text`` makes, in the order given, each with its best
-        sentence (see :mod:`perspectrum.text.matching`). Without ``arguments``, the claim's
-        perspectives as :meth:`discover` finds them (each cluster's first phrasing); with
-        them, no claim is needed. ``text`` may be a list of texts: the answer is then one
-        list per text, every text checked before any work starts."""
+        sentence (:func:`perspectrum.pipeline.match.match_arguments`, with this pipeline's
+        encoder). Without ``arguments``, the claim's perspectives as :meth:`discover` finds them
+        (each cluster's first phrasing); with them, no claim is needed. ``text`` may be a list
+        of texts: the answer is then one list per text, every text checked before any work starts."""
         many = not isinstance(text, str)
         if many and (isinstance(text, bytes) or not isinstance(text, Iterable)):
             raise PerspectrumError(f"match takes a text or a list of texts, not {type(text).__name__}")
@@ -417,8 +398,7 @@ class Pipeline:
                                        "give the arguments to look for")
         elif claim is not None:
             check_claim(claim)
-        arguments = check_arguments(arguments)
-        encoder = self._get().context.dense.encoder
+        arguments, encoder = check_arguments(arguments), self._encoder()
         found = [match_arguments(t, arguments, encoder, settings or MatchSettings()) for t in texts]
         return found if many else found[0]
 
@@ -428,22 +408,28 @@ class Pipeline:
         if until not in STAGE_NAMES:
             raise PerspectrumError(f"unknown stage {until!r} (stages: {', '.join(STAGE_NAMES)})")
         states = [ClaimState(check_claim(c)) for c in claims]
-        self._run(states, STAGE_NAMES[:STAGE_NAMES.index(until) + 1], {})
+        self.advance(states, STAGE_NAMES[:STAGE_NAMES.index(until) + 1])
         return states
 
     def advance(self, states: list[ClaimState], names: Sequence[str]) -> dict[str, float]:
         """Run the stages named in ``names`` (in running order) on ``states``; seconds per stage.
 
-        With :meth:`discovery`, what an engine needs that runs a batch's stages in different
-        processes, a group of stages each (:mod:`perspectrum.serve.batch`): every stage reads
-        only its claims' states, so the result is the one :meth:`discover_many` returns.
+        :meth:`discover_many` is this over every stage, then :meth:`discovery` for each claim.
+        Every stage reads only its claims' states, so an engine that runs a batch's stages in
+        different processes, a group of stages each (:mod:`perspectrum.batch.ray_engine`),
+        gets the results :meth:`discover_many` returns.
         """
         unknown = [name for name in names if name not in STAGE_NAMES]
         if unknown:
             raise PerspectrumError(f"unknown stage(s) {', '.join(map(repr, unknown))} "
                                    f"(stages: {', '.join(STAGE_NAMES)})")
+        ready = self._get()
         timings: dict[str, float] = {}
-        self._run(states, names, timings)
+        for stage in ready.stages:
+            if stage.name in names:
+                started = time.perf_counter()
+                stage.run(states, ready.context)
+                timings[stage.name] = time.perf_counter() - started
         return timings
 
     def discovery(self, state: ClaimState, timings: dict[str, float], top: int | None = None,
@@ -452,22 +438,12 @@ class Pipeline:
         with ``timings`` as its seconds per stage."""
         return self._result(state, self._get(), timings, top, evidence, explain)
 
-    def _run(self, states: list[ClaimState], names: Sequence[str], timings: dict[str, float]) -> None:
-        ready = self._get()
-        for stage in ready.stages:
-            if stage.name in names:
-                started = time.perf_counter()
-                stage.run(states, ready.context)
-                timings[stage.name] = time.perf_counter() - started
-
     def _batch(self, claims: list[str], top: int | None, with_evidence: bool, explain: bool) -> list[Discovery]:
-        ready = self._get()
         states = [ClaimState(c) for c in claims]
-        timings: dict[str, float] = {}
-        self._run(states, [n for n in STAGE_NAMES if with_evidence or n not in EVIDENCE_STAGES], timings)
+        timings = self.advance(states, [n for n in STAGE_NAMES if with_evidence or n not in EVIDENCE_STAGES])
         timings["total"] = sum(timings.values())
         share = {k: round(v / len(claims), 4) for k, v in timings.items()}
-        return [self._result(s, ready, share, top, with_evidence, explain) for s in states]
+        return [self.discovery(s, share, top, with_evidence, explain) for s in states]
 
     def _result(self, state: ClaimState, ready: _Ready, timings: dict[str, float], top: int | None,
                 with_evidence: bool, explain: bool) -> Discovery:

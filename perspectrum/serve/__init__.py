@@ -1,1 +1,1 @@
-"""Serving: the HTTP API and web page (``app``), and many claims at once (``batch``)."""
+"""Serving: the HTTP API and the web pages (``app``), and what they use."""

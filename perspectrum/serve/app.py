@@ -13,7 +13,7 @@ Requests and responses are pydantic models (:mod:`perspectrum.serve.schemas`), s
 exactly the JSON of ``discover --json`` (:meth:`~perspectrum.pipeline.results.Discovery.to_dict`),
 and claims are refused by the CLI's rules (:func:`~perspectrum.pipeline.pipeline.check_claim`).
 ``/map`` answers with exactly the JSON of ``map --json``
-(:meth:`~perspectrum.pipeline.mapping.PerspectiveMap.to_dict`) for a pile of documents sent in
+(:meth:`~perspectrum.pipeline.map.PerspectiveMap.to_dict`) for a pile of documents sent in
 the body, each checked as ``mine`` checks one; ``/map`` (GET) is the page that sends them.
 
 Off loopback a bearer token is required (:func:`~perspectrum.serve.guard.check_bind`): every
@@ -53,7 +53,7 @@ except ModuleNotFoundError as exc:
 from perspectrum._version import __version__
 from perspectrum.data import Dataset
 from perspectrum.index.search import check_query
-from perspectrum.pipeline.mapping import MapSettings
+from perspectrum.pipeline.map import MapSettings
 from perspectrum.pipeline.pipeline import ClaimError, Pipeline
 from perspectrum.serve.guard import (
     BODY_LIMITS,

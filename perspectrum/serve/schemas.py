@@ -5,7 +5,7 @@ and ``/docs`` are generated from the code, and the one-line problem every refusa
 (:meth:`~perspectrum.pipeline.results.Discovery.to_dict`; :class:`DiscoveryOut` documents it),
 and claims are refused by the CLI's rules (:func:`~perspectrum.pipeline.pipeline.check_claim`).
 ``/map`` answers with exactly the JSON of ``map --json``
-(:meth:`~perspectrum.pipeline.mapping.PerspectiveMap.to_dict`; :class:`MapOut` documents it),
+(:meth:`~perspectrum.pipeline.map.PerspectiveMap.to_dict`; :class:`MapOut` documents it),
 and its documents are refused by the rules ``mine`` and ``map`` read a text by
 (:func:`~perspectrum.text.document.check_document`).
 """

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from perspectrum.text.document import Span, paragraphs, split_sentences
+from perspectrum.text.document import Span
 from perspectrum.errors import PerspectrumError
 
 #: Most arguments one call reads (a motion in Mirkin et al. has ~16 candidates).
@@ -37,7 +37,7 @@ MAX_ARGUMENT_CHARS = 1000
 
 @dataclass(frozen=True)
 class MatchSettings:
-    """How :func:`match_arguments` decides, chosen on dev (``eval/results/match_trained_dev.json``).
+    """How :func:`perspectrum.pipeline.match.match_arguments` decides, chosen on dev (``eval/results/match_trained_dev.json``).
 
     Attributes:
         sentence_margin: weight of the margin over rival arguments at the best sentence.
@@ -111,28 +111,3 @@ def argument_scores(sentence_cosine: np.ndarray, paragraph_cosine: np.ndarray,
     best, top, sentence_margin = margins(sentence_cosine)
     _, _, paragraph_margin = margins(paragraph_cosine)
     return settings.score(top, sentence_margin, paragraph_margin), best
-
-
-def read_text(text: str, arguments: Sequence[str], encoder: Any) -> tuple[list[Span], np.ndarray, np.ndarray]:
-    """The text's sentences, and the cosine of every argument to every sentence and to
-    every paragraph (one encoder call)."""
-    found, blocks = split_sentences(text), paragraphs(text)
-    vectors = encoder.encode([s.text for s in found] + [b.text for b in blocks] + list(arguments))
-    sentence_vectors, block_vectors = vectors[:len(found)], vectors[len(found):len(found) + len(blocks)]
-    argument_vectors = vectors[len(found) + len(blocks):]
-    return found, argument_vectors @ sentence_vectors.T, argument_vectors @ block_vectors.T
-
-
-def match_arguments(text: str, arguments: Sequence[str], encoder: Any,
-                    settings: MatchSettings = MatchSettings()) -> list[ArgumentMatch]:
-    """Which of ``arguments`` ``text`` makes (see the module docstring), in input order.
-
-    ``encoder`` answers ``encode`` (:class:`perspectrum.encoders.bi_encoder.Encoder`); ``text`` and
-    ``arguments`` are expected checked (the pipeline checks them).
-    """
-    found, sentence_cosine, paragraph_cosine = read_text(text, arguments, encoder)
-    if not found:
-        return [ArgumentMatch(a, False, 0.0, None) for a in arguments]
-    scores, best = argument_scores(sentence_cosine, paragraph_cosine, settings)
-    return [ArgumentMatch(argument, bool(score >= settings.threshold), float(score), found[int(j)])
-            for argument, score, j in zip(arguments, scores, best)]

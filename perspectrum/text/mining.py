@@ -10,7 +10,8 @@ perspective it states, which is how PERSPECTRUM writes them.
 Each candidate is scored by the relevance model against the claim, with how central it
 is to its paragraph, whether it opens it and how long it is (:class:`MineSettings`); the
 best candidates that do not overlap are kept down to a dev-tuned cut, and the stance
-model labels them.
+model labels them. This module holds the text's side: candidates, their features' sum and
+the non-overlapping cut; :mod:`perspectrum.pipeline.mine` reads them with the models.
 Everything a candidate is made from is an offset into the caller's text.
 """
 
@@ -19,11 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
-
 import numpy as np
 
-from perspectrum.text.document import Span, paragraphs, split_sentences
+from perspectrum.text.document import Span, paragraphs
 
 #: Where a sentence turns, strongly (``;``, ``:``, a dash) and weakly (before a connective):
 #: the text between two turns of one kind (or the sentence's ends) is a clause.
@@ -65,7 +64,8 @@ class MinedUnit:
         return asdict(self)
 
 
-def _words(text: str) -> int:
+def word_count(text: str) -> int:
+    """How many words ``text`` has (runs of non-space)."""
     return len(text.split())
 
 
@@ -74,12 +74,12 @@ def candidates(sentences: Sequence[Span]) -> list[tuple[int, Span]]:
     as (sentence index, span); a clause equal to its sentence is not repeated."""
     out = []
     for index, sentence in enumerate(sentences):
-        if _words(sentence.text) >= MIN_UNIT_WORDS:
+        if word_count(sentence.text) >= MIN_UNIT_WORDS:
             out.append((index, sentence))
         seen = {sentence.text}
         for turn in _TURNS:
             for piece in _clauses(sentence, turn):
-                if piece.text not in seen and _words(piece.text) >= MIN_UNIT_WORDS:
+                if piece.text not in seen and word_count(piece.text) >= MIN_UNIT_WORDS:
                     seen.add(piece.text)
                     out.append((index, piece))
     return out
@@ -120,7 +120,7 @@ CENTRE_REACH = 5
 
 @dataclass(frozen=True)
 class MineSettings:
-    """How :func:`mine` scores and keeps units, chosen on dev (``eval/results/mine_trained_dev.json``).
+    """How :func:`perspectrum.pipeline.mine.mine` scores and keeps units, chosen on dev (``eval/results/mine_trained_dev.json``).
 
     A candidate's score is ``relevance + claim × cosine to the claim + centre × centrality
     + first × [first sentence of its paragraph] − length × max(0, words − 20) / 10``;
@@ -156,50 +156,6 @@ class Candidates:
                 - settings.length * np.maximum(0.0, self.words - LONG_UNIT_WORDS) / 10)
 
 
-def read_candidates(text: str, claim: str, scorers: Any, encoder: Any,
-                    settings: MineSettings | None = None) -> Candidates:
-    """Every candidate unit of ``text`` (see :func:`candidates`) with the relevance model's
-    score for ``claim`` and the cosine features: one encoder call (each distinct text once: a
-    sentence that is its own candidate is encoded once) and one relevance call.
-
-    With ``settings``, the relevance model reads only the candidates that could reach
-    ``settings.threshold``: every score is in [0, 1], so a candidate whose other terms sum
-    below ``threshold − 1`` cannot, and its relevance is left at 0. What :func:`mine` keeps is
-    the same either way; without ``settings`` every candidate is read (dev tuning re-scores
-    the same candidates under many settings)."""
-    found = split_sentences(text)
-    offered = candidates(found)
-    spans = [span for _, span in offered]
-    sentence = [index for index, _ in offered]
-    if not spans:
-        empty = np.zeros(0)
-        return Candidates([], [], empty, empty, empty, empty, empty)
-    sentence_text = [s.text for s in found]
-    distinct = list(dict.fromkeys([claim, *sentence_text, *(s.text for s in spans)]))
-    row = {t: i for i, t in enumerate(distinct)}
-    encoded = np.asarray(encoder.encode(distinct), dtype=np.float64)
-    claim_vector = encoded[row[claim]]
-    sentence_vectors = encoded[[row[t] for t in sentence_text]]
-    span_vectors = encoded[[row[s.text] for s in spans]]
-    starts = [para.start for para in paragraphs_of(text, found)]
-    centres = np.zeros_like(sentence_vectors)
-    for i in range(len(found)):
-        near = [j for j in range(max(0, i - CENTRE_REACH), min(len(found), i + CENTRE_REACH + 1))
-                if starts[j] == starts[i]]
-        mean = sentence_vectors[near].mean(axis=0)
-        centres[i] = mean / max(float(np.linalg.norm(mean)), 1e-12)
-    first = np.array([float(i == 0 or starts[i] != starts[i - 1]) for i in sentence])
-    relevance = np.zeros(len(spans))
-    out = Candidates(spans, sentence, relevance, span_vectors @ claim_vector,
-                     np.einsum("ij,ij->i", span_vectors, centres[sentence]), first,
-                     np.array([float(_words(s.text)) for s in spans]))
-    read = (np.flatnonzero(out.scores(settings) + 1.0 >= settings.threshold) if settings is not None
-            else np.arange(len(spans)))
-    if len(read):
-        relevance[read] = np.asarray(scorers.relevance([(claim, spans[i].text) for i in read]), dtype=np.float64)
-    return out
-
-
 def paragraphs_of(text: str, found: Sequence[Span]) -> list[Span]:
     """The paragraph (see :func:`perspectrum.text.document.paragraphs`) each sentence lies in."""
     blocks = paragraphs(text)
@@ -209,22 +165,3 @@ def paragraphs_of(text: str, found: Sequence[Span]) -> list[Span]:
             b += 1
         out.append(blocks[b])
     return out
-
-
-def mine(text: str, claim: str, scorers: Any, encoder: Any, stance_threshold: float,
-         settings: MineSettings = MineSettings()) -> list[MinedUnit]:
-    """The argument units of ``text`` for ``claim``, in text order (see the module docstring).
-
-    ``scorers`` answers ``relevance`` and ``stance`` (:class:`perspectrum.models.scorers.Scorers`),
-    ``encoder`` answers ``encode``; a unit supports the claim when the stance model's
-    P(support) is at or above ``stance_threshold``. ``text`` and ``claim`` are expected
-    checked (the pipeline checks them).
-    """
-    found = read_candidates(text, claim, scorers, encoder, settings)
-    scores = found.scores(settings)
-    chosen = non_overlapping(found.spans, scores, settings.threshold)
-    support = scorers.stance([(claim, found.spans[i].text) for i in chosen]) if chosen else []
-    units = [MinedUnit(found.spans[i].start, found.spans[i].end, found.spans[i].text, round(float(scores[i]), 4),
-                       "support" if p >= stance_threshold else "undermine", round(float(p), 4), found.sentence[i])
-             for i, p in zip(chosen, support)]
-    return sorted(units, key=lambda u: u.start)

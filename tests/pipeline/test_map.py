@@ -11,6 +11,7 @@ its offsets are known.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +20,9 @@ from typer.testing import CliRunner
 
 from perspectrum.cli.app import app
 from perspectrum.errors import PerspectrumError
-from perspectrum.pipeline.map_page import map_page
-from perspectrum.pipeline.mapping import MapSettings, build_map, key_point
+from perspectrum.cli.map_page import map_page
+from perspectrum.pipeline.map import MapSettings, build_map, key_point
+from perspectrum.pipeline.stages import Stance
 from perspectrum.text.mining import MinedUnit
 from perspectrum.text.reading import Skipped, read_documents, readable
 
@@ -113,7 +115,7 @@ def _unit(text: str, doc: str, start: int = 0) -> tuple[str, MinedUnit]:
     return doc, MinedUnit(start, start + len(text), text, 0.9, "support" if p >= 0.5 else "undermine", p, 0)
 
 
-STANCE = {"threshold": 0.5, "margin": 0.2, "scale": 1.0, "unclear": 0.0}
+STANCE = Stance(threshold=0.5, margin=0.2, scale=1.0, unclear=0.0)
 
 
 def test_units_from_several_documents_make_one_counted_perspective_and_singles_are_also_mentioned() -> None:
@@ -143,7 +145,7 @@ def test_confident_opposites_are_never_one_perspective() -> None:
     shown, also = build_map("Zoos should exist", units, models.encode, 2, models.equivalence, STANCE,
                             MapSettings(min_documents=1), 0.5, 0.3)
     assert sorted(p.side for p in shown) == ["support", "undermine"] and not also
-    unsure = {**STANCE, "margin": 0.45}  # both unsure now: nothing keeps them apart
+    unsure = replace(STANCE, margin=0.45)  # both unsure now: nothing keeps them apart
     shown, _ = build_map("Zoos should exist", units, models.encode, 2, models.equivalence, unsure,
                          MapSettings(min_documents=1), 0.5, 0.3)
     assert len(shown) == 1 and shown[0].documents == 2
@@ -192,7 +194,7 @@ def test_map_command_json_table_and_page(pile: Path, trained_dir, tmp_path: Path
 
 
 def test_map_page_escapes_what_documents_hold() -> None:
-    from perspectrum.pipeline.mapping import MappedPerspective, PerspectiveMap, Quote
+    from perspectrum.pipeline.map import MappedPerspective, PerspectiveMap, Quote
 
     evil = "<script>alert(1)</script> zoos <b>matter</b>"
     found = MappedPerspective(evil, "support", 0.8, 2, 2, 1.0, (Quote("<i>doc</i>", 0, 5, evil, 0.8),))
@@ -213,7 +215,7 @@ def test_map_command_refuses_bad_input_in_one_line(pile: Path, trained_dir) -> N
 
 def test_map_units_file_resumes_an_interrupted_run_and_refuses_another_pile(pile: Path, trained_dir, tmp_path: Path,
                                                                              monkeypatch) -> None:
-    import perspectrum.pipeline.pipeline as pipeline_module
+    import perspectrum.pipeline.map as map_module
 
     units = tmp_path / "runs" / "units.jsonl"
     args = ["map", str(pile), "--claim", "Zoos should exist", "--json", "--units", str(units), *_args(trained_dir)]
@@ -227,13 +229,13 @@ def test_map_units_file_resumes_an_interrupted_run_and_refuses_another_pile(pile
     # interrupted after two documents, in the middle of writing the third
     units.write_text("".join(lines[:3]) + lines[3][:len(lines[3]) // 2], encoding="utf-8")
     mined: list[str] = []
-    real = pipeline_module.mine
+    real = map_module.mine
 
     def counted(text, *rest, **kw):
         mined.append(text)
         return real(text, *rest, **kw)
 
-    monkeypatch.setattr(pipeline_module, "mine", counted)
+    monkeypatch.setattr(map_module, "mine", counted)
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
     assert "cut off a partial last line" in again.stderr
@@ -293,8 +295,8 @@ class ExactJudge:
 
 
 def test_piles_and_their_scores_on_the_fixture(dataset) -> None:
-    from perspectrum.eval.mapping import figures, piles, score_pile
-    from perspectrum.pipeline.mapping import MappedPerspective, Quote
+    from perspectrum.eval.map_quality import figures, piles, score_pile
+    from perspectrum.pipeline.map import MappedPerspective, Quote
 
     found = {p.claim.cid: p for p in piles(dataset, "dev")}
     pile = found[7]  # gold evidence 12 (a supporting cluster) and 13 (an undermining one), and two distractors
@@ -324,7 +326,7 @@ def test_piles_and_their_scores_on_the_fixture(dataset) -> None:
 
 
 def test_argkp_map_reads_the_top_half_of_each_topic_and_stance() -> None:
-    from perspectrum.eval.mapping import argkp_map
+    from perspectrum.eval.map_quality import argkp_map
 
     rows = [("a", 0.9, False, True), ("a", 0.8, True, True), ("a", 0.7, False, False), ("a", 0.6, True, True),
             ("b", 0.5, True, True)]  # b's top half is empty: left out, as int(1 × 0.5) = 0

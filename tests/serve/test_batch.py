@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from perspectrum import IndexStore, Pipeline, Pool, load_dataset
-from perspectrum.serve.batch import STEPS, BatchClaim, discover_batch, read_claims, read_results
+from perspectrum.batch.discover_run import STEPS, BatchClaim, discover_batch, read_claims, read_results
 from perspectrum.cli.app import app
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.pipeline import STAGE_NAMES
@@ -314,7 +314,7 @@ def test_ray_engine_needs_a_cpu_per_actor(built, ray_cluster, tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_ray_engine_mines_a_map_as_this_process_does(built, ray_cluster, tmp_path: Path, monkeypatch) -> None:
-    from perspectrum.serve.map_run import map_documents
+    from perspectrum.batch.map_run import map_documents
 
     documents = {"a": "Zoos protect endangered species from extinction. Many visitors enjoy a day out.",
                  "b": "Animals suffer in captivity; their enclosures are far too small.",
@@ -331,12 +331,12 @@ def test_ray_engine_mines_a_map_as_this_process_does(built, ray_cluster, tmp_pat
 
     assert shape(there) == shape(here) and there["units"] == here["units"] > 0
     assert len(units.read_text(encoding="utf-8").splitlines()) == 1 + len(documents)
-    import perspectrum.pipeline.pipeline as pipeline_module
+    import perspectrum.pipeline.map as map_module
 
     def refuse(*_: Any, **__: Any) -> None:
         raise AssertionError("a document the ray run mined was mined again")
 
-    monkeypatch.setattr(pipeline_module, "mine", refuse)  # the ray run's file resumes here: nothing to mine
+    monkeypatch.setattr(map_module, "mine", refuse)  # the ray run's file resumes here: nothing to mine
     assert shape(map_documents(built.pipe, documents, "Zoos should exist", units=units).to_dict()) == shape(here)
 
 

@@ -210,8 +210,8 @@ def test_the_map_page_opens_from_a_file_and_unfolds_its_quotes(browser, tmp_path
     folded until clicked, a document's markup shown as text, nothing fetched from anywhere."""
     from selenium.webdriver.common.by import By
 
-    from perspectrum.pipeline.map_page import map_page
-    from perspectrum.pipeline.mapping import MappedPerspective, PerspectiveMap, Quote
+    from perspectrum.cli.map_page import map_page
+    from perspectrum.pipeline.map import MappedPerspective, PerspectiveMap, Quote
 
     def made(text: str, side: str, docs: int, share: float) -> MappedPerspective:
         quotes = tuple(Quote(f"doc-{n}.txt", 0, len(text), text, 0.8) for n in range(docs))

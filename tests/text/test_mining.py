@@ -29,8 +29,10 @@ from perspectrum.text.document import (
     split_sentences,
 )
 from perspectrum.errors import PerspectrumError
-from perspectrum.text.matching import MatchSettings, argument_scores, check_arguments, margins, match_arguments
-from perspectrum.text.mining import MineSettings, candidates, mine, non_overlapping, read_candidates
+from perspectrum.pipeline.match import match_arguments
+from perspectrum.pipeline.mine import mine, read_candidates
+from perspectrum.text.matching import MatchSettings, argument_scores, check_arguments, margins
+from perspectrum.text.mining import MineSettings, candidates, non_overlapping
 
 runner = CliRunner()
 

@@ -4,37 +4,35 @@
 
 Mining is nearly all of a map's time (seconds a long document; grouping is the rest), so a
 run over many documents can keep each document's units as they are mined, in a units file
-(:mod:`perspectrum.serve.map_files`: its layout, and how a run resumes). Documents found there
+(:mod:`perspectrum.batch.map_files`: its layout, and how a run resumes). Documents found there
 are not mined again.
 
 **Engines**: ``local`` mines in this process; ``ray`` sends batches of documents to a pool of
 ``workers`` single-threaded actors, each holding its own pipeline
-(:func:`perspectrum.serve.ray_engine.ray_mined`). Either way the units are grouped here, once
+(:func:`perspectrum.batch.ray_engine.ray_mined`). Either way the units are grouped here, once
 every document is mined (:meth:`~perspectrum.pipeline.pipeline.Pipeline.map`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
-from perspectrum._checks import whole
+from perspectrum._io import appending, sole_writer
 from perspectrum._progress import progress
+from perspectrum.batch.engines import ENGINES, PipelineSource, check_engine
+from perspectrum.batch.map_files import header, models_of, read_units, units_line
+from perspectrum.batch.ray_engine import ray_mined
 from perspectrum.errors import PerspectrumError
-from perspectrum.pipeline.mapping import MapSettings, PerspectiveMap
+from perspectrum.pipeline.map import MapSettings, PerspectiveMap
 from perspectrum.pipeline.pipeline import Pipeline, check_claim
-from perspectrum.serve.batch_files import appending, sole_writer
-from perspectrum.serve.map_files import header, models_of, read_units, units_line
-from perspectrum.serve.ray_engine import ray_mined
 from perspectrum.text.document import check_document
 from perspectrum.text.mining import MinedUnit
 
-#: A pipeline, or a function that builds one (what the ray engine needs: it must pickle).
-PipelineSource = Union[Pipeline, Callable[[], Pipeline]]
-ENGINES = ("local", "ray")
+__all__ = ["ENGINES", "map_documents"]
 
 
 def map_documents(pipeline: PipelineSource, documents: Mapping[str, str], claim: str,
@@ -52,14 +50,7 @@ def map_documents(pipeline: PipelineSource, documents: Mapping[str, str], claim:
             to join (ray only).
         settings, skipped: as :meth:`Pipeline.map` takes them.
     """
-    if engine not in ENGINES:
-        raise PerspectrumError(f"unknown engine {engine!r} (engines: {', '.join(ENGINES)})")
-    workers, batch_size = whole("workers", workers), whole("batch_size", batch_size)
-    if engine == "local" and (workers != 1 or address is not None):
-        raise PerspectrumError("workers and address are for the ray engine; the local engine runs in this process")
-    if engine == "ray" and isinstance(pipeline, Pipeline):
-        raise PerspectrumError("the ray engine builds a pipeline in every actor: give it a function that builds "
-                               "one, such as functools.partial(Pipeline.load, data_dir), not a Pipeline")
+    workers, batch_size = check_engine(pipeline, engine, workers, batch_size, address)
     claim = check_claim(claim)
     if not isinstance(documents, Mapping) or not documents:
         raise PerspectrumError("map_documents takes a mapping of document ids to texts, not empty")

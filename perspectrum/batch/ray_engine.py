@@ -9,7 +9,7 @@ machine alone is started (no dashboard, no usage report sent; Ray's processes li
 sets them up, with its token authentication) unless this process is already connected to one
 or ``address`` names one (``"auto"``: the one ``ray start`` runs here).
 
-:func:`~perspectrum.serve.batch.discover_batch` builds the factory's pipeline once in its own
+:func:`~perspectrum.batch.discover_run.discover_batch` builds the factory's pipeline once in its own
 process before calling :func:`ray_lines`, so missing indexes are built and the shipped models
 unpacked once, not by every actor at once.
 """
@@ -27,8 +27,8 @@ from typing import Any
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.pipeline import Pipeline, check_claim
 from perspectrum.pipeline.stages import EVIDENCE_STAGES, ClaimState
-from perspectrum.serve.batch_files import BatchClaim, result_line
-from perspectrum.serve.map_files import units_line
+from perspectrum.batch.discover_files import BatchClaim, result_line
+from perspectrum.batch.map_files import units_line
 
 #: The stages grouped by the model each group waits on, in running order; the ray engine
 #: gives each group its own actor pool. Retrieval (BM25 and one bi-encoder call, a few ms a
@@ -226,7 +226,7 @@ def ray_lines(factory: Callable[[], Pipeline], todo: list[BatchClaim], workers: 
 class _MineWorker(_Actor):
     """One actor of ``map``'s mining pool: its own pipeline, one thread. Each row it is sent
     is a batch of (id, text) documents (JSON); it answers each document's units file line
-    (:func:`perspectrum.serve.map_files.units_line`)."""
+    (:func:`perspectrum.batch.map_files.units_line`)."""
 
     def __init__(self, factory: Callable[[], Pipeline], claim: str) -> None:
         super().__init__(factory)

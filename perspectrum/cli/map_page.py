@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
-from perspectrum.pipeline.mapping import MappedPerspective, PerspectiveMap
+from perspectrum.pipeline.map import MappedPerspective, PerspectiveMap
 
 #: Colours of the three sides (the web page's and the terminal's).
 _COLOUR = {"support": "#1a7f37", "undermine": "#cf222e", "unclear": "#9a6700"}

@@ -4,7 +4,7 @@ Each claim of a split becomes one pile: its gold evidence paragraphs, plus as ma
 paragraphs of other claims that share one of its topics (distractors, drawn with a fixed
 seed; other claims' paragraphs when the topic has too few). The pile is mapped for the
 claim (:meth:`perspectrum.Pipeline.map`'s steps: every paragraph mined, the units grouped
-by :func:`perspectrum.pipeline.mapping.build_map`), and each map perspective's key point
+by :func:`perspectrum.pipeline.map.build_map`), and each map perspective's key point
 is judged against the gold perspectives by the equivalence model, blended and cut as
 `mine`'s evaluation judges units (:class:`perspectrum.eval.mining.Judge`):
 
@@ -46,7 +46,8 @@ from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval.metrics import f1, percent
 from perspectrum.eval.mining import Judge
-from perspectrum.pipeline.mapping import LOWER, MappedPerspective, MapSettings, build_map
+from perspectrum.pipeline.map import LOWER, MappedPerspective, MapSettings, build_map
+from perspectrum.pipeline.stages import ClusterStage, Stance
 from perspectrum.text.mining import MinedUnit
 
 #: The seed distractors are drawn with.
@@ -234,11 +235,11 @@ def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", lowers: Sequen
     """Mine every ``split`` pile once with ``pipe`` and map it with the clustering cut
     lowered by each of ``lowers``; the figures for each (percent; counts as counts).
 
-    On dev this chooses the default :data:`perspectrum.pipeline.mapping.LOWER` (the
+    On dev this chooses the default :data:`perspectrum.pipeline.map.LOWER` (the
     highest F1 of coverage and purity); on test, run it with the chosen value alone.
     """
     started = time.perf_counter()
-    stance, cluster = pipe.settings["stance"], pipe.settings["cluster"]
+    stance, cluster = pipe.stage(Stance), pipe.stage(ClusterStage)
     encoder = pipe.store.encoder
     found = piles(dataset, split)
     units_of = list(mined) if mined is not None else mine_piles(pipe, found, show_progress)
@@ -264,12 +265,12 @@ def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", lowers: Sequen
     tried = []
     with progress("map: grouping and judging", len(lowers) * len(mined_pairs), enabled=show_progress) as advance:
         for lower in lowers:
-            threshold = max(0.0, float(cluster["threshold"]) - lower)
+            threshold = max(0.0, cluster.threshold - lower)
             settings = replace(MapSettings(), threshold=threshold)
             counts = []
             for pile, units in mined_pairs:
                 shown, also = build_map(pile.claim.text, units, encode, len(pile.documents), equivalence,
-                                        stance, settings, float(cluster["weight"]), threshold)
+                                        stance, settings, cluster.weight, threshold)
                 counts.append(score_pile(dataset, pile, [*shown, *also], judge))
                 advance(1)
             tried.append({"lower": lower, "threshold": round(threshold, 4), **percent(figures(counts), (), SHARES)})

@@ -19,22 +19,19 @@ without a newline is cut off (the file is truncated to its last complete line); 
 complete line must be a result for this claims file (a known id, the same claim); the
 claims found there are skipped. However often a run is interrupted and restarted, every
 claim ends with exactly one line. A lock file beside the results (``.<name>.lock``) keeps
-two runs from appending to one file at once (:func:`sole_writer`).
+two runs from appending to one file at once (:func:`perspectrum._io.sole_writer`).
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
 from perspectrum._checks import is_id
-from perspectrum._io import cannot_write
-from perspectrum._progress import say
+from perspectrum._io import complete_lines
 from perspectrum.data import jsonl_rows
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.pipeline import ClaimError, check_claim
@@ -97,7 +94,7 @@ def read_claims(path: str | Path) -> list[BatchClaim]:
 
 
 def claims_of(claims: str | os.PathLike[str] | Mapping[ClaimId, str]) -> list[BatchClaim]:
-    """The claims :func:`~perspectrum.serve.batch.discover_batch` was given: a claims file, or
+    """The claims :func:`~perspectrum.batch.discover_run.discover_batch` was given: a claims file, or
     ``{id: claim}``."""
     if isinstance(claims, (str, os.PathLike)):
         return read_claims(claims)
@@ -141,85 +138,6 @@ def read_results(out: str | Path, claims: Sequence[BatchClaim]) -> set[ClaimId]:
     return set(first)
 
 
-def complete_lines(path: Path, kind: str) -> Iterator[tuple[int, Any]]:
-    """Each complete line of the JSONL file ``path`` as (line number, its JSON, or ``None``
-    where it is not JSON); once all are read, a last line without its newline (the torn tail of
-    an interrupted run) is cut off, saying so. A folder or an unreadable file is a one-line
-    error naming ``kind``. A consumer that raises on a line stops the reading: nothing is cut."""
-    kept = 0  # bytes of complete lines
-    try:
-        with open(path, "rb") as handle:
-            for line, raw in enumerate(handle, 1):
-                if not raw.endswith(b"\n"):
-                    break  # cut off below
-                kept += len(raw)
-                try:
-                    row = json.loads(raw)
-                except (ValueError, RecursionError):
-                    row = None
-                yield line, row
-    except IsADirectoryError:
-        raise PerspectrumError(f"{path} is a folder, not a {kind}") from None
-    except OSError as exc:
-        raise PerspectrumError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        if kept < path.stat().st_size:
-            os.truncate(path, kept)
-            say(f"{path}: cut off a partial last line that an interrupted run left")
-    except OSError as exc:
-        raise cannot_write(path, exc) from None
-
-
 def result_line(claim: BatchClaim, result: Discovery) -> str:
     """The results file's line for ``claim`` (without its newline)."""
     return safe_json({"id": claim.id, "claim": claim.claim, "result": result.to_dict()}, indent=None)
-
-
-@contextmanager
-def sole_writer(out: Path) -> Iterator[None]:
-    """Hold ``out``'s writers' lock, or fail at once: two runs appending would duplicate lines."""
-    from filelock import FileLock, Timeout
-
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(out.parent / f".{out.name}.lock")
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise PerspectrumError(f"another run is writing {out}; wait for it to end or choose another --out") from None
-    except OSError as exc:
-        raise cannot_write(out, exc) from None
-    try:
-        yield
-    finally:
-        lock.release()
-
-
-@contextmanager
-def appending(out: Path) -> Iterator[Callable[[str], None]]:
-    """Yield ``write(line)``, which appends ``line`` and its newline to ``out`` and returns
-    once they are on disk (flush, then ``fsync``; the folder too when the file is new)."""
-    try:
-        new = not out.exists()
-        handle = open(out, "ab")
-        if new:
-            folder = os.open(out.parent, os.O_RDONLY)
-            try:
-                os.fsync(folder)
-            finally:
-                os.close(folder)
-    except OSError as exc:
-        raise cannot_write(out, exc) from None
-
-    def write(line: str) -> None:
-        try:
-            handle.write(line.encode("utf-8") + b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        except OSError as exc:
-            raise cannot_write(out, exc) from None
-
-    try:
-        yield write
-    finally:
-        handle.close()
-

@@ -1,9 +1,10 @@
 """A map of a pile of documents: the perspectives they take on a claim, each counted,
 stanced and quoted.
 
-`perspectrum map` (and :meth:`perspectrum.Pipeline.map`) mines every document's argument
-units for the claim (:mod:`perspectrum.text.mining`), then groups equivalent units across
-documents into perspectives the way ``discover`` clusters (:mod:`perspectrum.pipeline.stages.cluster`):
+`perspectrum map` (and :meth:`perspectrum.Pipeline.map`, which calls :func:`map_pile` with its
+loaded models and settings) mines every document's argument units for the claim
+(:mod:`perspectrum.pipeline.mine`), then groups equivalent units across documents into
+perspectives the way ``discover`` clusters (:mod:`perspectrum.pipeline.stages.cluster`):
 
 - each unit's most similar units (cosine of their vectors, :attr:`MapSettings.neighbours`
   of them) are read by the equivalence model, blended with the cosine;
@@ -16,20 +17,29 @@ similarity to the others), preferring units of a readable length and never a que
 unit that only frames the debate. Its prevalence is how many documents (and units) make it; its
 side and confidence are the cluster's vote, calibrated as ``discover``'s cards are.
 Perspectives are ordered by prevalence; those made by a single document (when more
-than one was read) are kept apart as "also mentioned".
+than one was read) are kept apart as "also mentioned". At most :data:`MAX_MAP_UNITS` units are
+grouped at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from perspectrum._progress import progress
+from perspectrum.encoders.bi_encoder import Encoder
+from perspectrum.errors import PerspectrumError
 from perspectrum.models.rules import blend, cluster_support, groups, split_sides
+from perspectrum.models.scorers import Scorers
+from perspectrum.pipeline.mine import mine
 from perspectrum.pipeline.results import calibrated, side
-from perspectrum.text.mining import MinedUnit
+from perspectrum.pipeline.stages import ClusterStage, Stance
+from perspectrum.text.document import check_document
+from perspectrum.text.mining import MinedUnit, MineSettings
 from perspectrum.text.polarity import takes_no_side
 
 #: Words a key point reads best in: shorter units rarely state a whole perspective, longer
@@ -167,26 +177,26 @@ def key_point(members: Sequence[int], texts: Sequence[str], matrix: np.ndarray) 
 
 
 def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callable[[list[str]], Any], documents: int,
-              equivalence: Callable[[list[tuple[str, str, str]]], np.ndarray], stance: dict[str, float],
+              equivalence: Callable[[list[tuple[str, str, str]]], np.ndarray], stance: Stance,
               settings: MapSettings, weight: float, threshold: float) -> tuple[list[MappedPerspective],
                                                                                list[MappedPerspective]]:
     """The perspectives and the also-mentioned of ``units`` ((document id, unit) pairs, whose
-    texts ``encode`` turns into unit vectors), read from ``documents`` documents. ``stance`` holds the pipeline's
-    ``threshold``, ``margin``, ``scale`` and ``unclear``."""
+    texts ``encode`` turns into unit vectors), read from ``documents`` documents. ``stance`` is the
+    pipeline's stance stage: its ``threshold``, ``margin``, ``scale`` and ``unclear``."""
     if not units:
         return [], []
     texts = [u.text for _, u in units]
     supports = [u.support_probability for _, u in units]
-    margin, cut = stance["margin"], stance["threshold"]
-    sides = [0 if abs(p - cut) < margin else (1 if p >= cut else -1) for p in supports]
+    sides = [stance.leaning(p) for p in supports]
     vectors = np.asarray(encode(texts))
     matrix = similarities(claim, texts, vectors, sides, equivalence, weight, threshold, settings.neighbours)
     clusters = [part for g in groups(matrix, threshold) for part in split_sides(g, sides, matrix, threshold)]
     found = []
     for members in clusters:
         head = key_point(members, texts, matrix)
-        q = calibrated(cluster_support([supports[i] for i in members], [sides[i] for i in members]), cut, stance["scale"])
-        shown = side(q, stance["unclear"])
+        q = calibrated(cluster_support([supports[i] for i in members], [sides[i] for i in members]), stance.threshold,
+                       stance.scale)
+        shown = side(q, stance.unclear)
         order = [head, *sorted((i for i in members if i != head), key=lambda i: (units[i][0], units[i][1].start))]
         quotes = tuple(Quote(units[i][0], units[i][1].start, units[i][1].end, texts[i], supports[i]) for i in order)
         made_by = len({units[i][0] for i in members})
@@ -195,3 +205,60 @@ def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callab
     found.sort(key=lambda p: (-p.documents, -p.units, -p.confidence, p.key_point))
     floor = settings.min_documents if documents >= settings.min_documents else 1
     return [p for p in found if p.documents >= floor], [p for p in found if p.documents < floor]
+
+
+def check_documents(documents: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
+    """``documents`` as id → text, every text checked (a list of texts is numbered from 1);
+    a one-line error for one text, none, or a text that cannot be read."""
+    if isinstance(documents, (str, bytes)):
+        raise PerspectrumError("map takes several documents: a mapping of ids to texts, or a list of texts")
+    items = list(documents.items()) if isinstance(documents, Mapping) else [
+        (str(n), text) for n, text in enumerate(documents, 1)]
+    if not items:
+        raise PerspectrumError("there are no documents to map")
+    return {str(doc_id): check_document(text, what=f"document {doc_id}") for doc_id, text in items}
+
+
+def map_pile(texts: Mapping[str, str], claim: str, scorers: Scorers, encoder: Encoder,
+             stance: Stance, cluster: ClusterStage, settings: MapSettings | None = None,
+             skipped: Sequence[Any] = (), mined: Mapping[str, Sequence[MinedUnit]] | None = None,
+             on_mined: Callable[[str, list[MinedUnit]], None] | None = None,
+             show_progress: bool = False) -> PerspectiveMap:
+    """The map of ``texts`` (id → text, checked: :func:`check_documents`) for ``claim`` (checked).
+
+    Every document not in ``mined`` (units already mined, by id: a resumed run's, or another
+    machine's) is mined (:func:`perspectrum.pipeline.mine.mine`, the stance cut of ``stance``),
+    and ``on_mined(id, units)`` called as its units are ready. Past :data:`MAX_MAP_UNITS` units,
+    the most plainly argued are kept (in document order) and the rest counted. Units are grouped
+    by :func:`build_map`, cut at ``settings``' threshold and weight, or, left ``None``, at the
+    clustering stage's (``cluster``) lowered by :data:`LOWER`. ``stance`` holds the stance
+    stage's ``threshold``, ``margin``, ``scale`` and ``unclear``; ``skipped`` (what a reader could
+    not read, :class:`perspectrum.text.reading.Skipped`) is carried into the answer."""
+    started = time.perf_counter()
+    settings = settings or MapSettings()
+    mined = mined or {}
+    units: list[tuple[str, MinedUnit]] = []
+    to_mine = [doc_id for doc_id in texts if doc_id not in mined]
+    with progress("mining the documents", len(to_mine), enabled=show_progress and bool(to_mine)) as advance:
+        for doc_id in texts:
+            if doc_id in mined:
+                found = list(mined[doc_id])
+            else:
+                found = mine(texts[doc_id], claim, scorers, encoder, stance.threshold, MineSettings())
+                if on_mined is not None:
+                    on_mined(doc_id, found)
+                advance(1)
+            units += [(doc_id, unit) for unit in found]
+    left_out = max(0, len(units) - MAX_MAP_UNITS)
+    if left_out:  # the most plainly argued units, in document order
+        best = sorted(range(len(units)), key=lambda i: -units[i][1].score)[:MAX_MAP_UNITS]
+        units = [units[i] for i in sorted(best)]
+    weight = cluster.weight if settings.weight is None else settings.weight
+    threshold = max(0.0, cluster.threshold - LOWER) if settings.threshold is None else settings.threshold
+    shown, also = build_map(claim, units, encoder.encode, len(texts), scorers.equivalence, stance, settings, weight,
+                            threshold)
+    return PerspectiveMap(claim, len(texts), len(units), shown, also,
+                          [s.to_dict() if hasattr(s, "to_dict") else dict(s) for s in skipped],
+                          {"threshold": round(threshold, 4), "weight": weight, "neighbours": settings.neighbours,
+                           "min_documents": settings.min_documents, "units_left_out": left_out},
+                          time.perf_counter() - started)

@@ -3,7 +3,7 @@
     perspectrum discover-batch claims.jsonl --out results.jsonl [--engine ray --workers 2]
 
 The claims file, the results file and how a run resumes are described in
-:mod:`perspectrum.serve.batch_files` (:func:`read_claims`, :func:`read_results`): one
+:mod:`perspectrum.batch.discover_files` (:func:`read_claims`, :func:`read_results`): one
 ``{"claim", "id"}`` per line in, one ``{"id", "claim", "result"}`` per claim out, each
 ``result`` what ``perspectrum discover --json`` prints for it; every line is on disk before
 the next is written, and a restarted run skips the claims already there.
@@ -20,7 +20,7 @@ multi-threaded process.
 - ``local``: :meth:`Pipeline.discover_many` in this process, ``batch_size`` claims at a time.
 - ``ray``: a Ray Data pipeline with one pool of ``workers`` single-threaded actors per step
   of :data:`STEPS` (the stages grouped by the model they call), each actor holding its own
-  pipeline, built by the picklable factory it is given (:mod:`perspectrum.serve.ray_engine`).
+  pipeline, built by the picklable factory it is given (:mod:`perspectrum.batch.ray_engine`).
   The factory's pipeline is built once in this process first, so missing indexes are
   built and the shipped models unpacked once, not by every actor at once, and a missing file is
   an error before any worker starts.
@@ -30,33 +30,21 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from perspectrum._checks import whole
+from perspectrum._io import appending, sole_writer
 from perspectrum._progress import progress
-from perspectrum.errors import PerspectrumError
+from perspectrum.batch.discover_files import BatchClaim, ClaimId, claims_of, read_claims, read_results, result_line
+from perspectrum.batch.engines import ENGINES, PipelineSource, check_engine
+from perspectrum.batch.ray_engine import STEPS, ray_lines
 from perspectrum.pipeline.pipeline import Pipeline
-from perspectrum.serve.batch_files import (
-    BatchClaim,
-    ClaimId,
-    appending,
-    claims_of,
-    read_claims,
-    read_results,
-    result_line,
-    sole_writer,
-)
-from perspectrum.serve.ray_engine import STEPS, ray_lines
 
 __all__ = ["ENGINES", "STEPS", "BatchClaim", "BatchSummary", "discover_batch", "read_claims", "read_results"]
-
-#: A pipeline, or a function that builds one (what the ray engine needs: it must pickle).
-PipelineSource = Union[Pipeline, Callable[[], Pipeline]]
-ENGINES = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -98,7 +86,7 @@ def discover_batch(pipeline: PipelineSource, claims: str | os.PathLike[str] | Ma
             ``functools.partial(Pipeline.load, data_dir, index_dir, models_dir)``): each
             actor builds its own pipeline.
         claims: a claims file, or ``{id: claim}``; checked whole before any work.
-        out: the results file, created or resumed (see :mod:`perspectrum.serve.batch_files`).
+        out: the results file, created or resumed (see :mod:`perspectrum.batch.discover_files`).
         engine: ``"local"`` or ``"ray"`` (:data:`ENGINES`).
         workers: actors per step of :data:`STEPS` (ray only).
         batch_size: claims per model call.
@@ -110,15 +98,8 @@ def discover_batch(pipeline: PipelineSource, claims: str | os.PathLike[str] | Ma
         What was done (:class:`BatchSummary`).
     """
     started = time.perf_counter()
-    if engine not in ENGINES:
-        raise PerspectrumError(f"unknown engine {engine!r} (engines: {', '.join(ENGINES)})")
-    workers, batch_size = whole("workers", workers), whole("batch_size", batch_size)
+    workers, batch_size = check_engine(pipeline, engine, workers, batch_size, address)
     top = None if top is None else whole("top", top)
-    if engine == "local" and (workers != 1 or address is not None):
-        raise PerspectrumError("workers and address are for the ray engine; the local engine runs in this process")
-    if engine == "ray" and isinstance(pipeline, Pipeline):
-        raise PerspectrumError("the ray engine builds a pipeline in every actor: give it a function that builds "
-                               "one, such as functools.partial(Pipeline.load, data_dir), not a Pipeline")
     batch = claims_of(claims)
     out = Path(out).expanduser()
     with sole_writer(out):

@@ -4,8 +4,8 @@
 (the claim as checked, and which models mined: :func:`models_of`). Each further line is one
 document's units, ``{"id", "sha256", "units"}``: its id, the SHA-256 of its text, and its
 :class:`~perspectrum.text.mining.MinedUnit` records (:func:`units_line`). Lines are appended
-whole and put on disk (``fsync``) one by one (:func:`perspectrum.serve.batch_files.appending`),
-and one run at a time may write a file (:func:`~perspectrum.serve.batch_files.sole_writer`).
+whole and put on disk (``fsync``) one by one (:func:`perspectrum._io.appending`),
+and one run at a time may write a file (:func:`~perspectrum._io.sole_writer`).
 
 **Resuming** (:func:`read_units`): a last line without its newline (an interrupted write) is
 cut off; a file that is not a units file is never cut or appended to; a file of another claim
@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from perspectrum._io import complete_lines
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.pipeline import Pipeline
-from perspectrum.serve.batch_files import complete_lines
 from perspectrum.text.mining import MinedUnit
 
 #: The units file's layout version, in its first line.
