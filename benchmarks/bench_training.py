@@ -23,7 +23,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum._io import write_json
 from perspectrum.data import data_checksum, load_dataset
 from perspectrum.index.store import IndexStore

@@ -28,7 +28,7 @@ from benchmarks.pipeline_args import pipeline_parser
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.eval.metrics import calibration_bins, calibration_error
-from perspectrum.eval.pipeline import score
+from perspectrum.eval.end_to_end import score
 from perspectrum.eval.report import plot_reliability
 from perspectrum.models.scorers import PIPELINE_FILE
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum._io import write_json
 from perspectrum.data import Pool, load_dataset
 from perspectrum.encoders import traced

@@ -32,7 +32,7 @@ from typing import Any
 from benchmarks.pipeline_args import pipeline_parser
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.eval.pipeline import score
+from perspectrum.eval.end_to_end import score
 from perspectrum.models.scorers import PIPELINE_FILE
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
 from perspectrum.pipeline.results import calibrated

@@ -8,7 +8,7 @@ claim, so at most this many stance pairs, clusters to expand and cards to eviden
 ``discover`` on every claim of the split one at a time, as a user waits for it (the first
 claim once before, for one-off allocations), with no scores shared between caps. Records
 p50/p95 per stage and in total, what the slowest claims kept, and the split's T1–T5 and the
-reader's figures of the same answers (:func:`perspectrum.eval.pipeline.score`).
+reader's figures of the same answers (:func:`perspectrum.eval.end_to_end.score`).
 
 Rule, fixed before the runs were read: the lowest cap whose dev T1 F1 and found T5 stay within
 0.5 points of the default cap's (30) is kept if it brings p95 per claim to 2.5 s or under.
@@ -34,7 +34,7 @@ import numpy as np
 from benchmarks.pipeline_args import pipeline_parser
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.eval.pipeline import score
+from perspectrum.eval.end_to_end import score
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
 
 

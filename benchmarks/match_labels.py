@@ -2,7 +2,7 @@
 
     python -m benchmarks.match_labels  # → eval/results/match_labels_trained_dev.json
 
-The benchmark (:mod:`perspectrum.eval.matching`) labels every retrieved perspective outside
+The benchmark (:mod:`perspectrum.eval.match_quality`) labels every retrieved perspective outside
 the claim's gold clusters "not made". PERSPECTRUM repeats topics across debates, so some of
 those are paraphrases of a gold perspective that the speech does make, and no reader can
 both say "made" for the gold one and "not made" for its paraphrase. This counts them: a
@@ -22,10 +22,10 @@ from pathlib import Path
 
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.eval.matching import (COUNTS, MatchDocument, _searcher, decide, match_documents, score_decisions,
-                                       score_documents)
+from perspectrum.eval.match_quality import (COUNTS, MatchDocument, decide, match_documents, perspective_searcher,
+                                            score_decisions, score_documents)
 from perspectrum.eval.metrics import percent
-from perspectrum.eval.mining import Judge
+from perspectrum.eval.mine_quality import Judge
 from perspectrum.text.matching import MatchSettings
 from perspectrum.pipeline.pipeline import Pipeline
 
@@ -38,7 +38,7 @@ def main() -> None:
     dataset = load_dataset(verify=False)
     pipe = Pipeline.load(verify=False, show_progress=True)
     tuned = json.loads((RESULTS / "match_trained_dev.json").read_text())
-    docs = match_documents(dataset, "dev", _searcher(pipe))
+    docs = match_documents(dataset, "dev", perspective_searcher(pipe))
     triples, where, wrong = [], [], 0
     for d, doc in enumerate(docs):
         claim = dataset.claims[doc.cid]

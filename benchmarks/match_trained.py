@@ -7,7 +7,7 @@
 from the issue's +10 points over the embedding baseline. A sentence-level reader cannot see
 a paragraph that backs a perspective without stating it in any one sentence, so this study
 trains one that reads whole paragraphs: a MiniLM cross-encoder on (argument, paragraph)
-pairs of the training split's speeches (built as :func:`perspectrum.eval.matching.match_documents`
+pairs of the training split's speeches (built as :func:`perspectrum.eval.match_quality.match_documents`
 builds dev's). A pair is positive when the argument's gold cluster cites the paragraph as
 evidence; its negatives are the same paragraph with the speech's other candidates (gold
 clusters that do not cite it and retrieved-but-wrong perspectives), a seeded sample as
@@ -36,8 +36,8 @@ from perspectrum.encoders.cross_encoder import CrossEncoderModel
 from perspectrum.train.fine_tune import TrainParams, fine_tune
 from perspectrum.data import Dataset, load_dataset
 from perspectrum.eval.ir import best_of
-from perspectrum.eval.matching import (COUNTS, MatchDocument, Scored, _searcher, match_documents, score_decisions,
-                                       score_documents)
+from perspectrum.eval.match_quality import (COUNTS, MatchDocument, Scored, match_documents, perspective_searcher,
+                                            score_decisions, score_documents)
 from perspectrum.eval.metrics import percent
 from perspectrum.text.matching import MatchSettings, margins
 from perspectrum.pipeline.pipeline import Pipeline
@@ -100,7 +100,7 @@ def main() -> None:
     started = time.perf_counter()
     dataset = load_dataset(verify=False)
     pipe = Pipeline.load(verify=False, show_progress=True)
-    searcher = _searcher(pipe)
+    searcher = perspective_searcher(pipe)
     train_docs, dev_docs = (match_documents(dataset, split, searcher) for split in ("train", "dev"))
     pairs, targets = training_pairs(dataset, train_docs)
     weights, tokenizer, stats = fine_tune(pairs, targets, PARAMS, show_progress=True, description="train matcher")

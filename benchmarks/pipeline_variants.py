@@ -29,7 +29,7 @@ from typing import Any
 from benchmarks.pipeline_args import pipeline_parser
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.eval.pipeline import score
+from perspectrum.eval.end_to_end import score
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
 from perspectrum.train.tune_pipeline import CachingScorers
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum._io import write_json
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.index.store import IndexStore

@@ -25,7 +25,7 @@ from typing import Any
 
 from benchmarks.bench_batch import cpu_model
 from benchmarks.stance_checks import evidence_checks
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.encoders.base_models import MINILM

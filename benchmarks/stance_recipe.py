@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_batch import cpu_model
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum._io import write_json
 from perspectrum.data import data_checksum, load_dataset
 from perspectrum.index.store import IndexStore

@@ -22,7 +22,7 @@ from typing import Any
 
 from benchmarks.bench_batch import cpu_model
 from benchmarks.stance_recipe import OUT, read_runs
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum import integrity
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset

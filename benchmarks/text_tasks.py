@@ -3,7 +3,7 @@
     python -m benchmarks.text_tasks mine --split dev   # tune on dev → eval/results/mine_trained_dev.json
     python -m benchmarks.text_tasks mine --split test  # score test with dev's choice → eval/results/mine_trained_test.json
 
-What each measures is in :mod:`perspectrum.eval.mining` and :mod:`perspectrum.eval.matching`.
+What each measures is in :mod:`perspectrum.eval.mine_quality` and :mod:`perspectrum.eval.match_quality`.
 The settings dev chooses are the defaults of :class:`perspectrum.text.mining.MineSettings` and
 :class:`perspectrum.text.matching.MatchSettings`; scoring test refuses to run while they differ.
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
-from perspectrum.eval.matching import evaluate_match, tune_match
-from perspectrum.eval.mining import evaluate_mine, tune_mine
+from perspectrum.eval.match_quality import evaluate_match, tune_match
+from perspectrum.eval.mine_quality import evaluate_mine, tune_mine
 from perspectrum.text.matching import MatchSettings
 from perspectrum.text.mining import MineSettings
 from perspectrum.pipeline.pipeline import Pipeline

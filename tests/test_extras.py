@@ -25,7 +25,7 @@ EXTRA_MODULES = {
     "map": ("bs4", "pypdf"),
 }
 #: Modules that need an extra to import at all; every other module imports on the core install.
-NEEDS_EXTRA = {"perspectrum.serve.app": "serve", "perspectrum.serve.guard": "serve", "perspectrum.serve.metrics": "serve",
+NEEDS_EXTRA = {"perspectrum.serve.app": "serve", "perspectrum.serve.guard": "serve", "perspectrum.serve.prometheus": "serve",
                "perspectrum.serve.schemas": "serve", "perspectrum.serve.connections": "serve",
                "perspectrum.eval.argmining": "eval"}
 

@@ -21,8 +21,8 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from perspectrum import config as folders
-from perspectrum.config import DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR, INDEX_ENV, MODELS_ENV
+from perspectrum import folders
+from perspectrum.folders import DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR, INDEX_ENV, MODELS_ENV
 from perspectrum._progress import printable
 from perspectrum.errors import PerspectrumError
 

@@ -85,7 +85,7 @@ def evaluate(
             say(line)
         draw: Any = None  # the harness has no curves
     elif system == System.pipeline.value:
-        from perspectrum.eval.pipeline import evaluate_pipeline
+        from perspectrum.eval.end_to_end import evaluate_pipeline
         from perspectrum.eval.report import pipeline_summary, pipeline_table
 
         if plot:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum._progress import literal
 from perspectrum.cli.common import IndexDir, MilvusUri, console, echo_json, pool_app, say
 

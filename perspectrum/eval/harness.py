@@ -49,7 +49,7 @@ on both inputs side by side.
 what relevance kept; T2 from stance (≥ 0.5 reads as *support*) over the gold pairs that
 reached stance (*found*) and over all of them (a missed one counts as "undermine"); T3
 from the returned clusters; T4 with gold clusters matched one to one to the clusters
-evidence was asked about (:func:`perspectrum.eval.pipeline.assign_clusters`), over the matched
+evidence was asked about (:func:`perspectrum.eval.end_to_end.assign_clusters`), over the matched
 gold clusters and over all; T5 strict (all) and found. Tasks outside the chain (mine,
 match) are scored by the functions named in :data:`STANDALONE`.
 
@@ -77,7 +77,7 @@ from perspectrum._progress import progress
 from perspectrum.data import Claim, ClusterKey, Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.metrics import percent, t1_relevance, t2_stance, t3_equivalence, t4_evidence, t5_overall
-from perspectrum.eval.pipeline import _found_claims, assign_clusters
+from perspectrum.eval.end_to_end import found_claims, assign_clusters
 from perspectrum.index.search import DocId
 
 #: Every task a system may declare.
@@ -91,8 +91,8 @@ ORACLE_STAGES = tuple(SOURCE)
 #: Tasks scored on their own rather than along the chain: task → "module:function". The
 #: function takes (system, dataset, split, show_progress) and returns the task's metrics,
 #: JSON-ready (percent); it is imported only when a system declares the task.
-STANDALONE: dict[str, str] = {"mine": "perspectrum.eval.mining:score_system",
-                              "match": "perspectrum.eval.matching:score_system"}
+STANDALONE: dict[str, str] = {"mine": "perspectrum.eval.mine_quality:score_system",
+                              "match": "perspectrum.eval.match_quality:score_system"}
 #: A stance answer at or above this reads as "supports".
 SUPPORT_AT = 0.5
 #: Claims per call of a system's method.
@@ -390,7 +390,7 @@ def score_run(claims: Sequence[Claim], run: Run) -> dict[str, Any]:
     if "stance" in outputs:
         said = {(c.cid, pid): p >= SUPPORT_AT for c, ids, scores in zip(claims, inputs["stance"], outputs["stance"])
                 for pid, p in zip(ids, scores)}
-        out["t2"] = t2_stance(_found_claims(claims, {c.cid: set(ids) for c, ids in zip(claims, inputs["stance"])}),
+        out["t2"] = t2_stance(found_claims(claims, {c.cid: set(ids) for c, ids in zip(claims, inputs["stance"])}),
                               said)
         out["t2_all"] = t2_stance(claims, said)
         coverage["stance"] = _gold_share(claims, inputs["stance"])

@@ -6,7 +6,7 @@ seed; other claims' paragraphs when the topic has too few). The pile is mapped f
 claim (:meth:`perspectrum.Pipeline.map`'s steps: every paragraph mined, the units grouped
 by :func:`perspectrum.pipeline.map.build_map`), and each map perspective's key point
 is judged against the gold perspectives by the equivalence model, blended and cut as
-`mine`'s evaluation judges units (:class:`perspectrum.eval.mining.Judge`):
+`mine`'s evaluation judges units (:class:`perspectrum.eval.mine_quality.Judge`):
 
 - **coverage**: of the claim's gold clusters with evidence, the share some map
   perspective is judged equivalent to (beside `mine`'s cluster hit share);
@@ -45,7 +45,7 @@ import numpy as np
 from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval.metrics import f1, percent
-from perspectrum.eval.mining import Judge
+from perspectrum.eval.mine_quality import Judge
 from perspectrum.pipeline.map import LOWER, MappedPerspective, MapSettings, build_map
 from perspectrum.pipeline.stages import ClusterStage, Stance
 from perspectrum.text.mining import MinedUnit
@@ -197,7 +197,7 @@ def argkp_map(rows: Sequence[tuple[str, float, bool, bool]], paragraphs: int = 0
 
 
 class CachedJudge:
-    """:class:`~perspectrum.eval.mining.Judge` that reads each triple once, and never reads one
+    """:class:`~perspectrum.eval.mine_quality.Judge` that reads each triple once, and never reads one
     whose cosine is too low to pass even at a model score of 1 (it scores 0)."""
 
     def __init__(self, judge: Judge, encode: Any) -> None:

@@ -20,7 +20,7 @@ def f1(precision: float, recall: float) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
-def _prf(tp: int, fp: int, fn: int) -> dict[str, float]:
+def prf(tp: int, fp: int, fn: int) -> dict[str, float]:
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     return {"precision": precision, "recall": recall, "f1": f1(precision, recall)}
@@ -82,8 +82,8 @@ def t2_stance(claims: Sequence[Claim], predicted: Mapping[tuple[int, int], bool]
                 fp += (not gold_support) and says_support
                 fn += gold_support and not says_support
                 tn += not gold_support and not says_support
-    support = _prf(tp, fp, fn)
-    undermine = _prf(tn, fn, fp)
+    support = prf(tp, fp, fn)
+    undermine = prf(tn, fn, fp)
     total = tp + fp + fn + tn
     return {
         **support,
@@ -115,7 +115,7 @@ def t3_equivalence(
             tp += key in same and key in said
             fp += key not in same and key in said
             fn += key in same and key not in said
-    return _prf(tp, fp, fn)
+    return prf(tp, fp, fn)
 
 
 def t4_evidence(
@@ -152,7 +152,7 @@ def t4_evidence(
             hits_total, pred_total, gold_total = hits_total + hits, pred_total + len(pred), gold_total + len(gold)
             n += 1
     if average == "micro":
-        scores = _prf(hits_total, pred_total - hits_total, gold_total - hits_total)
+        scores = prf(hits_total, pred_total - hits_total, gold_total - hits_total)
         return {**scores, "clusters": float(n)}
     precision, recall = (sum_p / n, sum_r / n) if n else (0.0, 0.0)
     return {"precision": precision, "recall": recall, "f1": f1(precision, recall), "clusters": float(n)}

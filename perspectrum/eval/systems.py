@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum.data import Dataset, Pool
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.harness import CHAIN

@@ -14,7 +14,7 @@ a decompression bomb stops at its header), every file's sum is checked against t
 and files the manifest does not name are refused. Only then is the new ``models/`` swapped in
 whole (:func:`perspectrum._io.atomic_folder`), so a refused, failed or interrupted install
 leaves the old models working; a crash between the swap's renames is repaired by the next
-reader (:func:`perspectrum.config.models_dir`) or install, which also removes what a killed
+reader (:func:`perspectrum.folders.models_dir`) or install, which also removes what a killed
 install left (its download, unfinished versions).
 
 The bundle's models replace their namesakes; installed models the bundle does not hold are
@@ -44,7 +44,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from perspectrum._version import __version__
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum._io import atomic_folder, atomic_write, folder_lock, tidy
 from perspectrum._progress import progress
 from perspectrum.encoders.cross_encoder import META_FILE

@@ -10,7 +10,7 @@ paragraph fits this cluster than its siblings, by dense cosine (paragraph and be
 sentence), BM25, and retrieval rank.
 
 Two stages of gradient-boosted trees (fitted with scikit-learn's
-``HistGradientBoostingClassifier`` by :mod:`perspectrum.train.evidence_ranker`, deterministic
+``HistGradientBoostingClassifier`` by :mod:`perspectrum.train.fit_ranker`, deterministic
 for a seed, and kept as the arrays of :mod:`perspectrum.models.trees`, so scoring imports no
 scikit-learn and loading runs no pickle): the first scores (cluster, paragraph) pairs from these features; the second
 adds how that score compares with the same paragraph's score for the sibling clusters

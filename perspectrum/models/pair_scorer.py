@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum.errors import PerspectrumError
 from perspectrum.models.scorers import fine_tuned, model_scores, stored_settings
 

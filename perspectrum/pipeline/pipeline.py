@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum._checks import is_whole, whole
 from perspectrum.data import Pool
 from perspectrum.errors import PerspectrumError

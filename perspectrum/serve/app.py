@@ -21,7 +21,7 @@ request but ``/health`` must carry it, as an ``Authorization: Bearer`` header or
 cookie the page's sign-in form gets (``POST /login``; :mod:`perspectrum.serve.guard`). Requests
 must name this server in their ``Host`` header (DNS rebinding), every response carries security
 headers (:mod:`perspectrum.serve.headers`), and cross-origin requests are refused unless origins
-are named. Request counts and times are Prometheus series (:mod:`perspectrum.serve.metrics`).
+are named. Request counts and times are Prometheus series (:mod:`perspectrum.serve.prometheus`).
 
 This module builds the app and its routes; the names the CLI and the tests import from it
 (:func:`check_bind`, :data:`COOKIE`, :data:`MAX_BATCH`, ...) are still importable from here.
@@ -70,7 +70,7 @@ from perspectrum.serve.guard import (
 )
 from perspectrum.serve.headers import SecurityHeaders, page_policy
 from perspectrum.serve.loader import Loader
-from perspectrum.serve.metrics import Metrics
+from perspectrum.serve.prometheus import Metrics
 from perspectrum.serve.schemas import (
     MAX_BATCH,
     MAX_MAP_DOCUMENTS,

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from perspectrum import config as folders
+from perspectrum import folders
 from perspectrum._progress import say
 from perspectrum.data import Pool, load_dataset
 from perspectrum.index.sentence_vectors import build_sentence_index

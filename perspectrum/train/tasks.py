@@ -26,7 +26,7 @@ from perspectrum.train.examples import (counterfactual_examples, equivalence_exa
 from perspectrum.index.store import IndexStore
 from perspectrum.models.store import load_task, read_meta, save_ranker, save_task, update_meta
 from perspectrum.models.evidence_ranker import EvidenceRanker, Featurizer
-from perspectrum.train.evidence_ranker import fit_ranker
+from perspectrum.train.fit_ranker import fit_ranker
 from perspectrum.models.scorers import PIPELINE_FILE
 from perspectrum.models.scorers import MODELS
 from perspectrum.index.search import Hit

@@ -4,7 +4,7 @@ pool paraphrases expansion reads (each admitted only on its cluster's side).
 
 Each model's cut-offs are tuned with the model (``perspectrum train``); these settings
 belong to the pipeline as a whole, so they are chosen by running it end to end on dev
-and scoring what it returns (:func:`perspectrum.eval.pipeline.score`). Every run is
+and scoring what it returns (:func:`perspectrum.eval.end_to_end.score`). Every run is
 recorded, so the stored JSON is the ablation behind each default. Model scores are
 cached across runs (:class:`CachingScorers`): runs that differ only in settings re-use
 every model call, and the grid costs little more than one run.
@@ -27,7 +27,7 @@ from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval import offtopic
 from perspectrum.eval.metrics import percent
-from perspectrum.eval.pipeline import score
+from perspectrum.eval.end_to_end import score
 from perspectrum.pipeline.pipeline import Pipeline, PipelineConfig
 from perspectrum.pipeline.results import calibrated
 from perspectrum.models.evidence_ranker import DEPTH, Debate, Key, WindowJob

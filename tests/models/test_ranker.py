@@ -22,7 +22,7 @@ from perspectrum.models.evidence_ranker import (
     Featurizer,
     second_stage,
 )
-from perspectrum.train.evidence_ranker import fit_forests, labels_for, window_labels
+from perspectrum.train.fit_ranker import fit_forests, labels_for, window_labels
 from perspectrum.text.sentences import sentences
 from tests.conftest import write_dataset
 

@@ -20,7 +20,7 @@ from perspectrum import Pipeline
 from perspectrum.cli.app import app
 from perspectrum.data import Pool, load_dataset
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.pipeline import score
+from perspectrum.eval.end_to_end import score
 from perspectrum.pipeline.pipeline import ClaimError, Discovery, PipelineConfig, check_claim
 from perspectrum.models.scorers import PIPELINE_FILE
 from tests.conftest import PERSPECTIVES, write_dataset

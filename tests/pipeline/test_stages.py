@@ -18,7 +18,7 @@ import pytest
 import perspectrum
 from perspectrum.data import Claim, Cluster
 from perspectrum.errors import PerspectrumError
-from perspectrum.eval.pipeline import assign_clusters, score
+from perspectrum.eval.end_to_end import assign_clusters, score
 from perspectrum.train.tune_pipeline import CachingScorers, choose_floor
 from perspectrum.pipeline.results import DiscoveredPerspective, Discovery, EvidenceHit, Phrasing
 from perspectrum.models.rules import above, average_linkage, keep, latin_script, ranked

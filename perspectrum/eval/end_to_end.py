@@ -46,7 +46,7 @@ from perspectrum.pipeline.settings import configure
 from perspectrum.pipeline.stages import EvidenceStage
 
 
-def _found_claims(claims: Sequence[Claim], found: dict[int, set[int]]) -> list[Claim]:
+def found_claims(claims: Sequence[Claim], found: dict[int, set[int]]) -> list[Claim]:
     """The claims with each gold cluster cut down to the perspectives the pipeline returned."""
     out = []
     for claim in claims:
@@ -131,7 +131,7 @@ def score(claims: Sequence[Claim], results: Sequence[Discovery]) -> dict[str, An
             matched.add((claim.cid, index))
     found = {cid: set(pids) for cid, pids in relevant.items()}
     t1 = t1_relevance(claims, relevant)
-    t2_found = t2_stance(_found_claims(claims, found), stance)
+    t2_found = t2_stance(found_claims(claims, found), stance)
     t2_all = t2_stance(claims, stance)
     t3 = t3_equivalence(claims, same)
     t4_all = t4_evidence(claims, evidence_all)

@@ -29,7 +29,7 @@ from perspectrum._progress import progress
 from perspectrum.data import Dataset
 from perspectrum.errors import PerspectrumError
 from perspectrum.eval.ir import best_of
-from perspectrum.eval.metrics import _prf, percent
+from perspectrum.eval.metrics import prf, percent
 from perspectrum.pipeline.match import read_text
 from perspectrum.text.matching import MatchSettings, margins
 from perspectrum.models.rules import blend
@@ -95,7 +95,7 @@ def score_decisions(docs: Sequence[MatchDocument], decisions: Sequence[Sequence[
         fp += sum(bool(s) and not g for s, g in zip(said, doc.made))
         fn += sum(g and not s for s, g in zip(said, doc.made))
     return {"accuracy": float(np.mean(per_doc)) if per_doc else 0.0, "accuracy_micro": right / max(1, total),
-            **_prf(tp, fp, fn), "documents": float(len(per_doc)), "arguments": float(total)}
+            **prf(tp, fp, fn), "documents": float(len(per_doc)), "arguments": float(total)}
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ GRIDS: dict[str, list[MatchSettings | CrossSettings]] = {
 COUNTS = ("documents", "arguments")
 
 
-def _searcher(pipe: Any) -> Any:
+def perspective_searcher(pipe: Any) -> Any:
     """Hybrid search over the pipeline's perspective pool (where wrong candidates come from)."""
     from perspectrum.index.search import HybridSearcher
 
@@ -188,7 +188,7 @@ def _searcher(pipe: Any) -> Any:
 
 
 def _read(dataset: Dataset, split: str, pipe: Any, show_progress: bool) -> tuple[list[MatchDocument], list[Scored]]:
-    docs = match_documents(dataset, split, _searcher(pipe))
+    docs = match_documents(dataset, split, perspective_searcher(pipe))
     return docs, score_documents(docs, pipe.scorers, pipe.store.encoder, show_progress)
 
 
@@ -250,7 +250,7 @@ def score_system(system: Any, dataset: Dataset, split: str, show_progress: bool 
     from perspectrum.eval.harness import BATCH_SIZE
     from perspectrum.eval.systems import reference_pipeline
 
-    docs = match_documents(dataset, split, _searcher(reference_pipeline(system, dataset)))
+    docs = match_documents(dataset, split, perspective_searcher(reference_pipeline(system, dataset)))
     decisions: list[list[bool]] = []
     with progress(f"match {split}", len(docs), enabled=show_progress) as advance:
         for start in range(0, len(docs), BATCH_SIZE):
