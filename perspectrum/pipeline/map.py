@@ -36,7 +36,7 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.models.rules import blend, cluster_support, groups, split_sides
 from perspectrum.models.scorers import Scorers
 from perspectrum.pipeline.mine import mine
-from perspectrum.pipeline.results import calibrated, side
+from perspectrum.pipeline.results import side
 from perspectrum.pipeline.stages import ClusterStage, Stance
 from perspectrum.text.document import check_document
 from perspectrum.text.mining import MinedUnit, MineSettings
@@ -194,8 +194,7 @@ def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callab
     found = []
     for members in clusters:
         head = key_point(members, texts, matrix)
-        q = calibrated(cluster_support([supports[i] for i in members], [sides[i] for i in members]), stance.threshold,
-                       stance.scale)
+        q = stance.confidence(cluster_support([supports[i] for i in members], [sides[i] for i in members]))
         shown = side(q, stance.unclear)
         order = [head, *sorted((i for i in members if i != head), key=lambda i: (units[i][0], units[i][1].start))]
         quotes = tuple(Quote(units[i][0], units[i][1].start, units[i][1].end, texts[i], supports[i]) for i in order)

@@ -54,7 +54,6 @@ from perspectrum.pipeline.results import (
     Discovery,
     EvidenceHit,
     Phrasing,
-    calibrated,
     headed,
 )
 from perspectrum.models.scorers import Scorers
@@ -279,7 +278,8 @@ class Pipeline:
                 stages = tuple(configure(stage, settings[stage.name]) for stage in ORDER)
                 context = Context(scorers, HybridSearcher(bm25, dense), dense,
                                   dict(zip(self.perspectives.ids, self.perspectives.texts)),
-                                  dict(zip(self.evidence_pool.ids, self.evidence_pool.texts)))
+                                  dict(zip(self.evidence_pool.ids, self.evidence_pool.texts)),
+                                  next(stage for stage in stages if isinstance(stage, Stance)))
                 self._ready = _Ready(stages, context, settings)
             return self._ready
 
@@ -455,7 +455,7 @@ class Pipeline:
                                        None if m.support is None else round(m.support, 4))
                               for m in (state.kept[i] for i in group.members))
             p = group.support
-            q = calibrated(p, stance.threshold, stance.scale)
+            q = stance.confidence(p)
             phrasings, shown = headed(phrasings, q, stance.unclear)
             found.append(DiscoveredPerspective(
                 text=phrasings[0].text, id=phrasings[0].id, stance=shown,

@@ -101,11 +101,13 @@ class FakeDense:
 
 
 TEXTS = {1: "animals have rights", 2: "animals deserve rights", 3: "animals have no rights", 4: "rights are for humans"}
+#: The stance stage's reading at threshold 0.5, as later stages read it through their context.
+HALF = Stance(threshold=0.5)
 
 
 def _context(support: dict[str, float]) -> tuple[Context, FakeScorers]:
     scorers = FakeScorers(support)
-    return Context(scorers, None, FakeDense(list(TEXTS)), TEXTS, {}), scorers  # type: ignore[arg-type]
+    return Context(scorers, None, FakeDense(list(TEXTS)), TEXTS, {}, HALF), scorers  # type: ignore[arg-type]
 
 
 def _clustered(support: dict[str, float], margin: float) -> tuple[ClaimState, FakeScorers]:
@@ -157,7 +159,7 @@ def test_expansion_admits_only_paraphrases_on_their_clusters_side_when_asked(agr
     # pool neighbours 2 (supports) and 3 (undermines) both pass the equivalence cut
     context, scorers = _context({TEXTS[1]: 0.9, TEXTS[2]: 0.8, TEXTS[3]: 0.1, TEXTS[4]: 0.2})
     state = ClaimState("Animals should have rights", kept=[Member(1, 0.9, 0.9, 1)], groups=[Group([0], 0.9)])
-    Expand(weight=0.5, threshold=0.6, neighbours=2, agree=agree, stance_threshold=0.5).run([state], context)
+    Expand(weight=0.5, threshold=0.6, neighbours=2, agree=agree).run([state], context)
     added = {m.id: m.support for m in state.kept if m.added}
     assert state.groups[0].members == list(range(len(state.kept)))
     if agree:
@@ -188,9 +190,9 @@ def test_an_expand_budget_reads_each_claims_closest_neighbours_first(budget: int
     from perspectrum.pipeline.stages.base import Group
 
     scorers = FakeScorers({t: 0.9 for t in TEXTS.values()})
-    context = Context(scorers, None, GradedDense([1, 4, 3, 2]), TEXTS, {})  # type: ignore[arg-type]
+    context = Context(scorers, None, GradedDense([1, 4, 3, 2]), TEXTS, {}, HALF)  # type: ignore[arg-type]
     state = ClaimState("Animals should have rights", kept=[Member(1, 0.9, 0.9, 1)], groups=[Group([0], 0.9)])
-    Expand(weight=0.5, threshold=0.6, neighbours=3, budget=budget, stance_threshold=0.5).run([state], context)
+    Expand(weight=0.5, threshold=0.6, neighbours=3, budget=budget).run([state], context)
     read = [third for _, _, third in scorers.equivalence_calls]
     if budget:  # 4 is the farthest: left unread; the two read keep the search's order
         assert read == [TEXTS[3], TEXTS[2]]
@@ -358,20 +360,18 @@ def test_config_settings_take_the_models_then_the_pipeline_file_then_the_overrid
         "relevance": {"floor": 0.4, "weight": 0.2, "relative": True, "threshold": 0.7, "k": 30, "min_keep": 1},
         "stance": {"margin": 0.1, "scale": 1.0, "unclear": 0.0, "other_side": 0, "threshold": 0.6, "floor": 0.4},
         "cluster": {"weight": 0.5, "threshold": 0.8},
-        "expand": {"neighbours": 0, "agree": False, "vote": False, "weight": 0.5, "threshold": 0.8,
-                   "stance_threshold": 0.6},
-        "evidence": {"rival": 1.0, "floor": 0.0, "relative": True, "threshold": 0.5, "k": 10, "min_keep": 1, "depth": 20,
-                     "stance_threshold": 0.6},
-        "verify": {"against": 1.0, "top": 1, "stance_threshold": 0.6, "stance_scale": 1.0, "stance_unclear": 0.0},
+        "expand": {"neighbours": 0, "agree": False, "vote": False, "weight": 0.5, "threshold": 0.8},
+        "evidence": {"rival": 1.0, "floor": 0.0, "relative": True, "threshold": 0.5, "k": 10, "min_keep": 1, "depth": 20},
+        "verify": {"against": 1.0, "top": 1},
     }
     assert {name: list(values) for name, values in settings.items()} == {
         "retrieve": ["candidates"], "relevance": ["floor", "weight", "relative", "threshold", "k", "min_keep"],
         "stance": ["margin", "scale", "unclear", "other_side", "threshold", "floor"], "cluster": ["weight", "threshold"],
-        "expand": ["neighbours", "agree", "vote", "weight", "threshold", "stance_threshold"],
-        "evidence": ["rival", "floor", "relative", "threshold", "k", "min_keep", "depth", "stance_threshold"],
-        "verify": ["against", "top", "stance_threshold", "stance_scale", "stance_unclear"]}
+        "expand": ["neighbours", "agree", "vote", "weight", "threshold"],
+        "evidence": ["rival", "floor", "relative", "threshold", "k", "min_keep", "depth"],
+        "verify": ["against", "top"]}
     built = [configure(stage, settings[stage.name]) for stage in perspectrum.pipeline.stages.ORDER]
-    assert built[4].stance_threshold == 0.6 and built[1].cut == {"relative": True, "threshold": 0.7, "k": 30,
+    assert built[4].threshold == 0.8 and built[2].leans(0.6) and not built[2].leans(0.59) and built[1].cut == {"relative": True, "threshold": 0.7, "k": 30,
                                                                   "min_keep": 1}
 
 
@@ -451,10 +451,10 @@ def test_a_mislabelled_member_is_outvoted_by_its_cluster() -> None:
     assert weighted_support([3], kept, {}) == 0.5  # nothing read
     # the stage: with vote on (and no paraphrases to read) the cluster's side is its members' vote
     state = ClaimState("claim", kept=kept[:3], groups=[Group([0, 1, 2], support=0.2)])
-    Expand(weight=0.5, threshold=0.8, stance_threshold=0.5, neighbours=0, vote=True).run([state], None)
+    Expand(weight=0.5, threshold=0.8, neighbours=0, vote=True).run([state], None)
     assert state.groups[0].support > 0.5
     unchanged = ClaimState("claim", kept=kept[:3], groups=[Group([0, 1, 2], support=0.2)])
-    Expand(weight=0.5, threshold=0.8, stance_threshold=0.5, neighbours=0).run([unchanged], None)
+    Expand(weight=0.5, threshold=0.8, neighbours=0).run([unchanged], None)
     assert unchanged.groups[0].support == 0.2
 
 
@@ -480,13 +480,13 @@ def test_a_paragraph_arguing_against_its_perspective_is_dropped() -> None:
             return list(probs), list(probs.values())
 
     context = SimpleNamespace(scorers=Scorers(), perspective_text={1: "pro", 2: "con"},
-                              evidence_text={d: d.upper() for d in "abcd"})
+                              evidence_text={d: d.upper() for d in "abcd"}, stance=HALF)
     cut = {"relative": False, "threshold": 0.1, "k": 5, "min_keep": 1}
 
     def run(rival: float, floor: float = 0.0) -> list[list[str]]:
         state = ClaimState("claim", kept=[Member(1, 0.9, support=0.9), Member(2, 0.8, support=0.1)],
                            groups=[Group([0], support=0.9), Group([1], support=0.1)])
-        EvidenceStage(**cut, rival=rival, floor=floor, stance_threshold=0.5).run([state], context)
+        EvidenceStage(**cut, rival=rival, floor=floor).run([state], context)
         if not floor:
             assert state.groups[0].rivals == {"b": pytest.approx(0.45)}  # "a" and "d": no rival read them
         return [[h.id for h in g.evidence] for g in state.groups]
@@ -553,8 +553,8 @@ def test_a_paragraph_whose_window_argues_the_other_side_is_dropped() -> None:
             Group([1], support=0.1, evidence=[hits["zoos save species"], hits["zoos are dull"],
                                               EvidenceHit("unverified", "paragraph", 0.5)]),
             Group([2], support=0.5, evidence=[hits["cages are cruel"]])])  # side unclear: kept whatever it reads
-        Verify(top=0, against=against, stance_threshold=0.5, stance_scale=1.0, stance_unclear=0.1).drop_opposite(
-            [state], SimpleNamespace(scorers=Scorers()))
+        Verify(top=0, against=against).drop_opposite(
+            [state], SimpleNamespace(scorers=Scorers(), stance=Stance(threshold=0.5, scale=1.0, unclear=0.1)))
         return [[h.id for h in g.evidence] for g in state.groups]
 
     assert run(0.8) == [["zoos save species"], ["zoos are dull", "unverified"], ["cages are cruel"]]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -108,15 +108,33 @@ class ClaimState:
     notice: str | None = None
 
 
+class SideReading(Protocol):
+    """What later stages read of the stance stage (:class:`~perspectrum.pipeline.stages.Stance`):
+    which side a P(support) leans to and how sure a card shows it, never its threshold."""
+
+    #: calibrated P(support) within this of 0.5 is shown as "side unclear"
+    unclear: float
+
+    def leans(self, support: float) -> bool:
+        """Whether ``support`` is on the supporting side."""
+        ...
+
+    def confidence(self, support: float) -> float:
+        """``support`` calibrated as cards show it (0.5 exactly at the threshold)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Context:
-    """What stages read: the models, the perspective pool's indexes and both pools' texts."""
+    """What stages read: the models, the perspective pool's indexes, both pools' texts, and
+    the stance stage's reading of a P(support) (for the stages after it)."""
 
     scorers: Scorers
     hybrid: HybridSearcher
     dense: Any  # perspective pool's DenseIndex: vectors, search_vectors, the encoder
     perspective_text: Mapping[DocId, str]
     evidence_text: Mapping[DocId, str]
+    stance: SideReading | None = None
 
 
 class Stage:

@@ -36,7 +36,7 @@ class EvidenceStage(Stage, Cut):
         depth: hybrid candidates retrieved per cluster (by default the depth the ranker
             was trained at, :data:`~perspectrum.models.evidence_ranker.DEPTH`).
         rival: a kept paragraph is dropped from a cluster when a cluster of the claim that
-            leans the other way (by ``stance_threshold``, the stance stage's unless given)
+            leans the other way (as the stance stage reads the clusters' P(support))
             scored it more than this above it: it argues the other side (1: never). Chosen on dev.
         floor: a paragraph the ranker gives a probability below this is not shown, even as
             the one ``min_keep`` keeps; a card left with none says no evidence was found
@@ -52,7 +52,6 @@ class EvidenceStage(Stage, Cut):
     depth: int = DEPTH
     rival: float = setting(1.0, chosen=PIPELINE)
     floor: float = setting(0.0, chosen=PIPELINE)
-    stance_threshold: float = setting(0.5, follows=("stance", "threshold"))
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         debates = {n: debate(state, context) for n, state in enumerate(states) if state.groups}
@@ -62,7 +61,7 @@ class EvidenceStage(Stage, Cut):
             scores.setdefault((n, c), []).append((doc_id, float(p)))
         for n, state in enumerate(states):
             prob = {c: dict(scores.get((n, c), [])) for c in range(len(state.groups))}
-            leans = [group.support >= self.stance_threshold for group in state.groups]
+            leans = [context.stance.leans(group.support) for group in state.groups]
             for c, group in enumerate(state.groups):
                 run = ranked(scores.get((n, c), []))
                 kept = [d for d in keep(run, self.cut) if prob[c][d] >= self.floor]

@@ -55,8 +55,8 @@ class Expand(Stage):
         weight, threshold: the blend and cut a paraphrase must pass (the cluster
             stage's unless given, so an added member is as similar as a clustered one).
         neighbours: pool neighbours of each cluster's centroid read by the model (0: off).
-        agree: read each admitted paraphrase's stance and keep it only when it falls on
-            its cluster's side of ``stance_threshold`` (the stance stage's unless given).
+        agree: read each admitted paraphrase's stance and keep it only when the stance stage
+            puts it on its cluster's side.
         vote: read each admitted paraphrase's stance, admit it whatever its side, and decide
             each cluster's P(support) from all its members and paraphrases, each weighted by
             its relevance to the claim (a paraphrase by its similarity to the cluster), so one
@@ -73,7 +73,6 @@ class Expand(Stage):
     agree: bool = setting(False, chosen=PIPELINE)
     vote: bool = setting(False, chosen=PIPELINE)
     budget: int = setting(0)
-    stance_threshold: float = setting(follows=("stance", "threshold"))
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         if self.neighbours < 1:
@@ -122,8 +121,8 @@ class Expand(Stage):
                                                                 for (n, doc_id), _ in admitted])))
         for ((n, doc_id), (_, g)), support in zip(admitted, supports):
             state = states[n]
-            if not self.vote and support is not None and (support >= self.stance_threshold) != (
-                    state.groups[g].support >= self.stance_threshold):
+            if not self.vote and support is not None and context.stance.leans(support) != \
+                    context.stance.leans(state.groups[g].support):
                 continue
             cosine = float(dense.vectors([doc_id])[0] @ state.vector) if state.vector is not None else 0.0
             state.kept.append(Member(doc_id, cosine, support=support, added=True))

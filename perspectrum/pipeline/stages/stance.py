@@ -62,9 +62,17 @@ class Stance(Stage):
         if self.other_side:
             self.add_other_side(states, context)
 
+    def leans(self, support: float) -> bool:
+        """Whether a P(support) is on the supporting side of the threshold."""
+        return support >= self.threshold
+
+    def confidence(self, support: float) -> float:
+        """A P(support) calibrated as cards show it (:func:`~perspectrum.pipeline.results.calibrated`)."""
+        return calibrated(support, self.threshold, self.scale)
+
     def shown(self, support: float) -> str:
         """The side a perspective of this P(support) is shown on."""
-        return side(calibrated(support, self.threshold, self.scale), self.unclear)
+        return side(self.confidence(support), self.unclear)
 
     def add_other_side(self, states: list[ClaimState], context: Context) -> None:
         """For each claim answered on one side only, the most relevant of its next

@@ -16,7 +16,6 @@ from typing import ClassVar
 import numpy as np
 
 from perspectrum.models.rules import EVIDENCE_STRIDE
-from perspectrum.pipeline.results import calibrated
 from perspectrum.pipeline.stages.base import PIPELINE, ClaimState, Context, Stage, setting
 from perspectrum.pipeline.stages.evidence import debate
 from perspectrum.text.sentences import window_sentences, windows
@@ -45,17 +44,13 @@ class Verify(Stage):
         top: kept paragraphs per cluster whose windows are read (0: none).
         against: a verified paragraph whose window the stance model reads on the other side
             of its cluster, at least this sure (calibrated, as cards show it), argues that
-            side and is dropped (1: never). Chosen on dev. Reads the stance thresholds and
-            calibration (``stance_threshold``, ``stance_scale``, ``stance_unclear``) from the
-            stance stage unless given.
+            side and is dropped (1: never). Chosen on dev. Sides and their confidence are the
+            stance stage's reading (clusters it shows as unclear keep their paragraphs).
     """
 
     name: ClassVar[str] = "verify"
     top: int = 1
     against: float = setting(1.0, chosen=PIPELINE)
-    stance_threshold: float = setting(0.5, follows=("stance", "threshold"))
-    stance_scale: float = setting(1.0, follows=("stance", "scale"))
-    stance_unclear: float = setting(0.0, follows=("stance", "unclear"))
 
     def run(self, states: list[ClaimState], context: Context) -> None:
         jobs, owner = [], []
@@ -85,8 +80,8 @@ class Verify(Stage):
         asks = []
         for state in states:
             for group in state.groups:
-                q = calibrated(group.support, self.stance_threshold, self.stance_scale)
-                if abs(q - 0.5) < self.stance_unclear:
+                q = context.stance.confidence(group.support)
+                if abs(q - 0.5) < context.stance.unclear:
                     continue
                 asks += [(state, group, hit, q >= 0.5) for hit in group.evidence if hit.window]
         if not asks:
@@ -94,7 +89,7 @@ class Verify(Stage):
         scores = context.scorers.stance([(state.claim, hit.window) for state, _, hit, _ in asks])
         against = set()
         for (_, group, hit, leans), p in zip(asks, scores):
-            q = calibrated(float(p), self.stance_threshold, self.stance_scale)
+            q = context.stance.confidence(float(p))
             if (q >= 0.5) != leans and max(q, 1.0 - q) >= self.against:
                 against.add((id(group), hit.id))
         for state in states:
