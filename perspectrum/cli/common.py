@@ -103,14 +103,14 @@ def metric(values: Any) -> str:
 # ----------------------------------------------------------------- shared options
 DataDir = Annotated[
     Optional[Path],
-    typer.Option("--data-dir", help="Folder with the five PERSPECTRUM v1.0 files [default: $PERSPECTRUM_DATA]."),
+    typer.Option("--data-dir", help="Folder with the five PERSPECTRUM v1.0 files (default: $PERSPECTRUM_DATA)."),
 ]
 NoVerify = Annotated[
     bool, typer.Option("--no-verify", help="Skip the SHA-256 check (modified data or test fixtures only).")
 ]
 IndexDir = Annotated[
     Optional[Path],
-    typer.Option("--index-dir", help=f"Where indexes live [default: ${INDEX_ENV} or ./{DEFAULT_INDEX_DIR}]."),
+    typer.Option("--index-dir", help=f"Where indexes live (default: ${INDEX_ENV} or ./{DEFAULT_INDEX_DIR})."),
 ]
 
 
@@ -124,12 +124,12 @@ BackendOpt = Annotated[BackendChoice, typer.Option(
     "--backend", help="Search engines: embedded (bm25s + faiss, in this process), lucene (BM25 in Lucene via "
     "pyserini) or milvus (dense search in Milvus; milvus-lite unless --milvus-uri).")]
 MilvusUri = Annotated[Optional[str], typer.Option(
-    "--milvus-uri", help="The milvus backend's server, e.g. http://host:19530 [default: $PERSPECTRUM_MILVUS_URI "
-    "or milvus-lite's <index-dir>/milvus.db].")]
+    "--milvus-uri", help="The milvus backend's server, e.g. http://host:19530 (default: $PERSPECTRUM_MILVUS_URI "
+    "or milvus-lite's <index-dir>/milvus.db).")]
 
 ModelsDir = Annotated[
     Optional[Path],
-    typer.Option("--models-dir", help=f"Where trained models live [default: ${MODELS_ENV} or ./{DEFAULT_MODELS_DIR}]."),
+    typer.Option("--models-dir", help=f"Where trained models live (default: ${MODELS_ENV} or ./{DEFAULT_MODELS_DIR})."),
 ]
 
 
@@ -145,8 +145,8 @@ def _use_device(name: str | None) -> str | None:
 
 
 DeviceOpt = Annotated[Optional[str], typer.Option(
-    "--device", callback=_use_device, help="Where the models run: cpu, cuda or cuda:N [default: "
-    "$PERSPECTRUM_DEVICE, else cuda when torch sees a GPU, else cpu].")]
+    "--device", callback=_use_device, help="Where the models run: cpu, cuda or cuda:N (default: "
+    "$PERSPECTRUM_DEVICE, else cuda when torch sees a GPU, else cpu).")]
 
 JsonOut = Annotated[Optional[Path], typer.Option("--json", help="Write the full result as JSON here.")]
 

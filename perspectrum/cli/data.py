@@ -37,7 +37,7 @@ def data_check(
 @data_app.command("download")
 def data_download(
     to: Annotated[Path, typer.Option("--to", help="Folder to write the five files into.")],
-    url: Annotated[Optional[str], typer.Option(help="Base URL [default: the CogComp/perspectrum repository].")] = None,
+    url: Annotated[Optional[str], typer.Option(help="Base URL (default: the CogComp/perspectrum repository).")] = None,
 ) -> None:
     """Fetch the five release files from GitHub and verify their checksums."""
     from perspectrum.data import DOWNLOAD_URL, download

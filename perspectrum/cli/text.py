@@ -92,8 +92,8 @@ def match(
     claim: Annotated[Optional[str], typer.Option("--claim", help="The claim the text argues about (not needed "
                                                  "with --arguments).", show_default=False)] = None,
     arguments: Annotated[Optional[Path], typer.Option(
-        "--arguments", help="The arguments to look for, one per line [default: the claim's perspectives, "
-                            "as `discover` finds them].")] = None,
+        "--arguments", help="The arguments to look for, one per line (default: the claim's perspectives, "
+                            "as `discover` finds them).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answers as JSON.")] = False,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,

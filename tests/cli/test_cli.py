@@ -27,6 +27,17 @@ def test_help_lists_the_commands() -> None:
     assert invoke("index", "build", "--help").exit_code == 0
 
 
+def test_help_shows_where_each_folder_defaults_to() -> None:
+    """Rich reads "[...]" as markup and would drop it from the help: defaults are written in
+    parentheses, so a person sees where the data, indexes, models and device come from."""
+    shown = " ".join(invoke("discover", "--help").output.split())
+    for default in ("(default: $PERSPECTRUM_DATA)", "(default: $PERSPECTRUM_INDEXES or ./indexes)",
+                    "(default: $PERSPECTRUM_MODELS or ./models)", "(default: $PERSPECTRUM_DEVICE,",
+                    "(default: $PERSPECTRUM_MILVUS_URI"):
+        assert default in shown
+    assert "(default: the CogComp/perspectrum repository)" in " ".join(invoke("data", "download", "--help").output.split())
+
+
 def test_data_check_json(data_dir: Path) -> None:
     result = invoke("data", "check", "--data-dir", str(data_dir), "--no-verify", "--json")
     assert result.exit_code == 0
