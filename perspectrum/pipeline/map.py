@@ -202,8 +202,8 @@ def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callab
         found.append(MappedPerspective(texts[head], shown, round(q if shown != "undermine" else 1 - q, 4), made_by,
                                        len(members), round(made_by / max(1, documents), 4), quotes))
     found.sort(key=lambda p: (-p.documents, -p.units, -p.confidence, p.key_point))
-    floor = settings.min_documents if documents >= settings.min_documents else 1
-    return [p for p in found if p.documents >= floor], [p for p in found if p.documents < floor]
+    least = settings.min_documents if documents >= settings.min_documents else 1
+    return [p for p in found if p.documents >= least], [p for p in found if p.documents < least]
 
 
 def check_documents(documents: Mapping[str, str] | Sequence[str]) -> dict[str, str]:

@@ -171,11 +171,7 @@ def _stored(stage: type[Stage], section: str, values: Any, sources: Mapping[str,
         where = next(iter(sources.values()), ("the models' settings",))[0]
         raise PerspectrumError(f"{where}: the {section} settings must be a JSON object, not {reprlib.repr(values)}")
     kept = {}
-    order = {name: n for n, name in enumerate(chosen_by(stage, MODEL))}
-    # a model's cut-offs in the order the stage declares them, then the pipeline file's, as stored
-    items = sorted(values.items(), key=lambda kv: (0, order.get(kv[0], 0)) if sources.get(kv[0], ("", ""))[1] == MODEL
-                   else (1, 0))
-    for key, value in items:
+    for key, value in values.items():  # as stored: a model's cut-offs, then the pipeline file's
         where, who = sources.get(key, ("the models' settings", ""))
         if who == MODEL and key not in chosen_by(stage, MODEL):
             continue  # the tuning grid's own keys

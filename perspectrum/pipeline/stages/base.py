@@ -150,13 +150,15 @@ class Stage:
         raise NotImplementedError
 
 
+@dataclass(frozen=True, kw_only=True)
 class Cut:
-    """The four settings :func:`perspectrum.models.rules.keep` cuts a ranking by."""
+    """The four settings :func:`perspectrum.models.rules.keep` cuts a ranking by, each chosen
+    by the dev tuning of the stage's model."""
 
-    relative: bool
-    threshold: float
-    k: int
-    min_keep: int
+    relative: bool = setting(chosen=MODEL)
+    threshold: float = setting(chosen=MODEL)
+    k: int = setting(chosen=MODEL)
+    min_keep: int = setting(chosen=MODEL)
 
     @property
     def cut(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from perspectrum.models.evidence_ranker import DEPTH, Debate
 from perspectrum.pipeline.results import EvidenceHit
 from perspectrum.models.rules import keep, ranked
-from perspectrum.pipeline.stages.base import MODEL, PIPELINE, ClaimState, Context, Cut, Stage, setting
+from perspectrum.pipeline.stages.base import PIPELINE, ClaimState, Context, Cut, Stage, setting
 
 
 def debate(state: ClaimState, context: Context) -> Debate:
@@ -45,10 +45,6 @@ class EvidenceStage(Stage, Cut):
 
     name: ClassVar[str] = "evidence"
     model: ClassVar[str | None] = "evidence"
-    relative: bool = setting(chosen=MODEL)
-    threshold: float = setting(chosen=MODEL)
-    k: int = setting(chosen=MODEL)
-    min_keep: int = setting(chosen=MODEL)
     depth: int = DEPTH
     rival: float = setting(1.0, chosen=PIPELINE)
     floor: float = setting(0.0, chosen=PIPELINE)

@@ -27,10 +27,6 @@ class Relevance(Stage, Cut):
     name: ClassVar[str] = "relevance"
     model: ClassVar[str | None] = "relevance"
     weight: float = setting(chosen=MODEL)
-    relative: bool = setting(chosen=MODEL)
-    threshold: float = setting(chosen=MODEL)
-    k: int = setting(chosen=MODEL)
-    min_keep: int = setting(chosen=MODEL)
     floor: float = setting(0.0, chosen=PIPELINE)
 
     def run(self, states: list[ClaimState], context: Context) -> None:
