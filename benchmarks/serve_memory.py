@@ -199,7 +199,11 @@ def main() -> None:
     wall = time.perf_counter() - started
     half = [s for s in samples if s["requests"] >= args.requests // 2]
     result = {
-        "command": " ".join(["python -m benchmarks.serve_memory", *sys.argv[1:]]), "size": size, "mix": args.mix,
+        "command": " ".join(["python -m benchmarks.serve_memory", *sys.argv[1:]]),
+        "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        or "not recorded",
+        "machine": f"{os.cpu_count()} CPU cores ({platform.machine()}, {platform.processor() or 'cpu'})",
+        "date": time.strftime("%Y-%m-%d"), "size": size, "mix": args.mix,
         "why_fixture": why if size == "fixture" else None, "requests": args.requests,
         "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()}, {platform.processor() or 'cpu'})",
         "seconds": round(wall, 1), "samples": samples,
