@@ -446,7 +446,8 @@ def _check_sealed(into: Path, manifest: dict[str, Any]) -> None:
             continue
         meta = _read_json(into / _needed(entry))
         if meta is None:
-            raise PerspectrumError(f"the bundle's {_needed(entry)} is not a JSON object: it is damaged; export it again")
+            raise PerspectrumError(f"the bundle's {_needed(entry)} is not a JSON object: it is damaged; "
+                                   "export it again")
         if meta.get("data_checksum") != manifest["data_checksum"]:
             raise PerspectrumError(f"the bundle's {entry} model was trained on other data (checksum "
                                    f"{str(meta.get('data_checksum'))[:12]}…) than its manifest declares "
