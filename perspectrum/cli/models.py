@@ -12,6 +12,11 @@ from perspectrum._progress import literal
 from perspectrum.cli.common import (DataDir, IndexDir, ModelsDir, NoVerify, console, echo_json, metric, models_app,
                                     models_folder, open_store, say)
 
+#: ``models install``'s defaults, as :data:`perspectrum.models.bundle.LOW_SPEED_LIMIT` and
+#: ``LOW_SPEED_SECONDS`` (written out: that module is imported only when a command runs).
+LOW_SPEED_LIMIT = 1024.0
+LOW_SPEED_SECONDS = 120.0
+
 
 def _data_checksum(data_dir: Path | None) -> str:
     """The checksum of the data a bundle's models must have been trained on."""
@@ -67,13 +72,20 @@ def models_install(
     replace: Annotated[bool, typer.Option(
         "--replace", help="Remove installed models the bundle does not hold (by default they are kept, "
                           "and the bundle's models replace only their namesakes).")] = False,
+    speed_limit: Annotated[float, typer.Option(
+        "--speed-limit", min=0, help="Abandon a download that brings fewer bytes a second than this over "
+                                     "--speed-time seconds (0: never; as curl's --speed-limit).")] = LOW_SPEED_LIMIT,
+    speed_time: Annotated[float, typer.Option(
+        "--speed-time", min=0.001, help="Seconds over which a download's speed is held to --speed-limit.")
+    ] = LOW_SPEED_SECONDS,
 ) -> None:
     """Verify a bundle (every sum and size, the version, the data checksum) and swap it in atomically:
     its models replace their namesakes; installed models it lacks are kept unless --replace."""
     from perspectrum.models.bundle import install_models
 
     target = models_folder(models_dir)
-    done = install_models(source, target, _data_checksum(data_dir), show_progress=True, replace=replace)
+    done = install_models(source, target, _data_checksum(data_dir), show_progress=True, replace=replace,
+                          speed_limit=speed_limit, speed_time=speed_time)
     # which installed models it kept (or, with --replace, removed): a bundle of one model must not
     # pass over the others without a word
     others = ""

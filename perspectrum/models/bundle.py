@@ -7,7 +7,8 @@ tasks with the evidence ranker) and ``pipeline.json``, plus a
 holds, the package version that wrote it and the checksum of the data the models were trained on.
 
 Installing trusts nothing it was given: the source (a path, ``file://`` or ``http(s)://``) is
-copied to a temporary file first (a download has an overall deadline, not only one per read);
+copied to a temporary file first (a download has an overall deadline, not only one per read,
+and one slower than a floor for too long is abandoned, as curl's ``--speed-limit`` does);
 the manifest must name models, list the files they need and declare sizes within
 :data:`MAX_UNPACKED_BYTES`; each member's name and size are checked before it is written (so
 a decompression bomb stops at its header), every file's sum is checked against the manifest,
@@ -70,6 +71,15 @@ MAX_MANIFEST_BYTES = 16 << 20
 DOWNLOAD_DEADLINE_SECONDS = 3600.0
 #: Seconds one read (or the connection) may wait for the server.
 READ_TIMEOUT_SECONDS = 60.0
+#: A download slower than this many bytes a second over :data:`LOW_SPEED_SECONDS` is abandoned
+#: (curl's ``--speed-limit``); 0 turns the check off. A server trickling a byte every few seconds
+#: is given up on within minutes, not at the overall deadline.
+LOW_SPEED_LIMIT = 1024.0
+#: Seconds over which the speed is measured against :data:`LOW_SPEED_LIMIT` (curl's ``--speed-time``).
+LOW_SPEED_SECONDS = 120.0
+#: Seconds after which an abandoned download folder of an older perspectrum (``.bundle-*`` beside
+#: the models folder, outside any lock) counts as left over: its file no longer grows.
+OLD_LEFTOVER_SECONDS = 3600.0
 
 
 def _needed(entry: str) -> str:
@@ -222,13 +232,22 @@ def export_models(models_dir: str | Path, out: str | Path, data_checksum: str,
     return manifest
 
 
-def fetch(source: str, into: Path, show_progress: bool = False) -> Path:
+def fetch(source: str, into: Path, show_progress: bool = False, speed_limit: float | None = None,
+          speed_time: float | None = None) -> Path:
     """Copy ``source`` (a path, ``file://`` or ``http(s)://`` URL) to a file in ``into``.
 
-    A download that ends before its announced length is an error, not a short file, and one
-    still running after :data:`DOWNLOAD_DEADLINE_SECONDS` is stopped (reads return what has
-    arrived, so the deadline is checked at least every :data:`READ_TIMEOUT_SECONDS`).
+    A download that ends before its announced length is an error, not a short file; one
+    still running after :data:`DOWNLOAD_DEADLINE_SECONDS` is stopped, and so is one that
+    brings fewer than ``speed_limit`` bytes a second (default :data:`LOW_SPEED_LIMIT`; 0: no
+    floor) over any ``speed_time`` seconds (default :data:`LOW_SPEED_SECONDS`). Reads return
+    what has arrived and wait at most the shorter of :data:`READ_TIMEOUT_SECONDS` and
+    ``speed_time``, so both are checked that often even when nothing arrives.
     """
+    speed_limit = LOW_SPEED_LIMIT if speed_limit is None else speed_limit
+    speed_time = LOW_SPEED_SECONDS if speed_time is None else speed_time
+    if speed_limit < 0 or speed_time <= 0:
+        raise PerspectrumError(f"the speed limit must be 0 or more bytes a second ({speed_limit}) over more than "
+                               f"0 seconds ({speed_time})")
     target = into / "bundle.tar.gz"
     if "://" not in source:
         path = Path(source).expanduser()
@@ -241,6 +260,24 @@ def fetch(source: str, into: Path, show_progress: bool = False) -> Path:
         raise PerspectrumError(f"cannot install from {scheme}:// (give a path, file://, http:// or https://)")
     deadline = DOWNLOAD_DEADLINE_SECONDS
     started = time.monotonic()
+    window = [started, 0]  # when the current measure of speed began, and the bytes since
+
+    def slow(now: float) -> bool:
+        """Whether the bytes of the window that ends ``now`` came slower than the floor; starts
+        the next window when this one is over."""
+        elapsed = now - window[0]
+        if not speed_limit or elapsed < speed_time:
+            return False
+        if window[1] < speed_limit * elapsed:
+            return True
+        window[:] = [now, 0]
+        return False
+
+    def crawling() -> PerspectrumError:
+        return PerspectrumError(f"gave up on the download of {source}: it brought fewer than {speed_limit:,g} "
+                                f"bytes a second over {speed_time:g} s (--speed-limit, --speed-time): the server "
+                                "is stalled or too slow; try again later or download the bundle another way and "
+                                "install it from its path")
 
     def late() -> PerspectrumError:
         return PerspectrumError(f"gave up on the download of {source} after {deadline:,.0f} s (the deadline, "
@@ -248,7 +285,8 @@ def fetch(source: str, into: Path, show_progress: bool = False) -> Path:
                                 "slow; download the bundle another way and install it from its path")
 
     try:
-        with urllib.request.urlopen(source, timeout=min(READ_TIMEOUT_SECONDS, deadline)) as response, \
+        timeout = min(READ_TIMEOUT_SECONDS, deadline, speed_time if speed_limit else deadline)
+        with urllib.request.urlopen(source, timeout=timeout) as response, \
                 target.open("wb") as out:
             expected = response.headers.get("Content-Length")
             total = int(expected) if expected and expected.isdigit() else 0
@@ -258,14 +296,20 @@ def fetch(source: str, into: Path, show_progress: bool = False) -> Path:
                 for block in iter(lambda: read(_BLOCK), b""):
                     out.write(block)
                     written += len(block)
+                    window[1] += len(block)
                     advance(len(block))
-                    if time.monotonic() - started > deadline:
+                    now = time.monotonic()
+                    if now - started > deadline:
                         raise late()
+                    if slow(now):
+                        raise crawling()
     except http.client.HTTPException as exc:  # IncompleteRead and kin: the connection broke off
         raise PerspectrumError(f"download of {source} broke off ({type(exc).__name__})") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         if time.monotonic() - started >= deadline:  # the last read timed out past the deadline
             raise late() from None
+        if slow(time.monotonic()):  # nothing, or too little, came within a window
+            raise crawling() from None
         reason = getattr(exc, "reason", None) or exc
         raise PerspectrumError(f"cannot download {source}: {reason}".splitlines()[0]) from None
     if total and written != total:
@@ -394,12 +438,20 @@ def _check_manifest(manifest: Any, data_checksum: str) -> dict[str, int]:
 
 
 def _check_sealed(into: Path, manifest: dict[str, Any]) -> None:
-    """Every file a model's meta records a sum for came in the bundle: a bundle that left one
-    out would install a model that fails on first use."""
+    """Every file a model's meta records a sum for came in the bundle (a bundle that left one
+    out would install a model that fails on first use), and every model was trained on the data
+    the manifest declares (a manifest cannot vouch for a model trained on other data)."""
     for entry in manifest["entries"]:
         if entry == PIPELINE_FILE:
             continue
         meta = _read_json(into / _needed(entry))
+        if meta is None:
+            raise PerspectrumError(f"the bundle's {_needed(entry)} is not a JSON object: it is damaged; "
+                                   "export it again")
+        if meta.get("data_checksum") != manifest["data_checksum"]:
+            raise PerspectrumError(f"the bundle's {entry} model was trained on other data (checksum "
+                                   f"{str(meta.get('data_checksum'))[:12]}…) than its manifest declares "
+                                   f"({str(manifest['data_checksum'])[:12]}…): refused; export it again")
         recorded = meta.get("files") if meta is not None else None
         for name in recorded if isinstance(recorded, dict) else ():
             if f"{entry}/{name}" not in manifest["files"]:
@@ -431,14 +483,49 @@ def _link_or_copy(source: str, target: str) -> None:
 def _tidy_leftovers(root: Path) -> None:
     """Remove what killed installs of ``root`` left (downloads in ``.<name>.bundle-*``, unfinished
     or superseded versions) and put back a folder moved aside; call with ``root``'s lock held,
-    so none of it is in use."""
+    so none of it is in use. Older perspectrums downloaded into ``.bundle-*`` beside ``root``
+    without a lock: such a folder is removed once it holds nothing but a download that has not
+    grown for :data:`OLD_LEFTOVER_SECONDS` (no live download stays still that long)."""
     tidy(root)  # re-entrant: this thread holds the lock
     for left in root.parent.glob(f".{root.name}.bundle-*"):
         shutil.rmtree(left, ignore_errors=True)
+    for left in root.parent.glob(".bundle-*"):
+        if _old_leftover(left):
+            shutil.rmtree(left, ignore_errors=True)
 
 
-def install_models(source: str, models_dir: str | Path, data_checksum: str,
-                   show_progress: bool = False, replace: bool = False) -> dict[str, Any]:
+def _old_leftover(folder: Path) -> bool:
+    """Whether ``folder`` is an older perspectrum's abandoned download folder."""
+    try:
+        if folder.is_symlink() or not folder.is_dir():
+            return False
+        items = list(folder.iterdir())
+        if any(item.name != "bundle.tar.gz" or item.is_symlink() or not item.is_file() for item in items):
+            return False
+        newest = max(path.stat().st_mtime for path in (folder, *items))
+    except OSError:
+        return False
+    return time.time() - newest > OLD_LEFTOVER_SECONDS
+
+
+def _check_kept(root: Path, kept: Iterable[str], data_checksum: str) -> None:
+    """Refuse to keep installed models beside the bundle's that were trained on other data:
+    together they would answer as a system no one trained or measured."""
+    for entry in kept:
+        if entry not in MODELS:
+            continue
+        meta = _read_json(root / entry / META_FILE)
+        checksum = meta.get("data_checksum") if meta is not None else None
+        if checksum != data_checksum:
+            said = f"on other data (checksum {str(checksum)[:12]}…)" if checksum else "on data it does not record"
+            raise PerspectrumError(f"the installed {entry} model, which the bundle does not replace, was trained "
+                                   f"{said}, not the bundle's ({data_checksum[:12]}…): refused; install with "
+                                   "--replace to remove it, or a bundle that holds it")
+
+
+def install_models(source: str, models_dir: str | Path, data_checksum: str, show_progress: bool = False,
+                   replace: bool = False, speed_limit: float | None = None,
+                   speed_time: float | None = None) -> dict[str, Any]:
     """Install the bundle at ``source`` into ``models_dir``, all or nothing.
 
     Holds the models folder's writers' lock throughout (download included), so two installs
@@ -449,7 +536,10 @@ def install_models(source: str, models_dir: str | Path, data_checksum: str,
         models_dir: the folder to update (created if missing).
         data_checksum: the checksum of the data here; a bundle trained on other data is refused.
         replace: remove installed models the bundle does not hold; by default they are kept
-            (the bundle's models replace only their namesakes).
+            (the bundle's models replace only their namesakes), and must have been trained on
+            the same data.
+        speed_limit, speed_time: abandon a download slower than ``speed_limit`` bytes a second
+            over ``speed_time`` seconds (see :func:`fetch`).
 
     Returns:
         The bundle's manifest, plus ``kept`` (installed entries not in the bundle, kept) and
@@ -460,11 +550,13 @@ def install_models(source: str, models_dir: str | Path, data_checksum: str,
     with folder_lock(root):
         _tidy_leftovers(root)
         with tempfile.TemporaryDirectory(prefix=f".{root.name}.bundle-", dir=root.parent) as scratch:
-            archive = fetch(source, Path(scratch), show_progress)
+            archive = fetch(source, Path(scratch), show_progress, speed_limit, speed_time)
 
             def write(tmp: Path) -> None:
                 manifest = _unpack(archive, tmp, data_checksum, source)
                 others = [e for e in ENTRIES if e not in manifest["entries"] and (root / e).exists()]
+                if not replace:
+                    _check_kept(root, others, data_checksum)
                 _carry_over(root, tmp, keep=() if replace else others)
                 result.update(manifest, kept=[] if replace else others, removed=others if replace else [])
 

@@ -13,7 +13,8 @@ recorded sum, adds each difference to its base, loads the result with every weig
 accounted for, checks its scores on a few fixed pairs against those recorded when it was
 packed, and only then writes ``models/shipped/`` as ordinary model folders, whole or not at
 all, so an answer costs what it costs with models trained on the machine. A damaged,
-missing or mismatched file is a one-line error naming the model, never a fall-back.
+missing or mismatched file (the card too: it must read as its meta renders it) is a
+one-line error naming the model, never a fall-back.
 A user's own models (``models/<task>/``) answer in place of the shipped ones.
 """
 
@@ -34,7 +35,7 @@ from perspectrum.encoders.base_models import base_folder
 from perspectrum.encoders.cross_encoder import META_FILE, CrossEncoderModel, json_object
 from perspectrum.errors import PerspectrumError
 from perspectrum.integrity import CARD
-from perspectrum.models.deltas import BASE_WEIGHTS, apply, base_weights
+from perspectrum.models.deltas import BASE_WEIGHTS, BadDelta, apply, base_weights
 from perspectrum.data import Pool
 from perspectrum.index.store import IndexStore
 from perspectrum.models.scorers import CROSS_ENCODED, PIPELINE_FILE, TrainedScorers, fine_tuned, models_present
@@ -162,9 +163,26 @@ def _sealed_files(folder: Path, task: str) -> tuple[dict[str, Any], dict[str, st
             raise PerspectrumError(f"{meta_path} holds a {meta.get('task')!r} model, not {task!r}")
         files = integrity.recorded(meta.get("files"), meta_path)
         integrity.check(folder, files)
+        _check_card(folder, meta)
     except PerspectrumError as exc:
         raise PerspectrumError(f"the shipped {task} model is damaged: {exc}") from None
     return meta, files
+
+
+def _check_card(folder: Path, meta: Mapping[str, Any]) -> None:
+    """The card of a shipped model must read as its meta renders it (the sums leave the card
+    out, as a trained model's card is rewritten when metrics are added; a shipped one never is)."""
+    path = folder / CARD
+    try:
+        card = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        card = None
+    try:
+        expected = shipped_card(meta) if "shipped" in meta else render_card(meta)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        expected = None
+    if card is None or card != expected:
+        raise integrity.Damaged(f"its card {path} is missing or does not match its {META_FILE}")
 
 
 def _unpack_task(task: str, source_folder: Path, target: Path, models_dir: Path) -> None:
@@ -172,13 +190,21 @@ def _unpack_task(task: str, source_folder: Path, target: Path, models_dir: Path)
     shipped = meta.get("shipped")
     if not isinstance(shipped, dict) or DELTA_FILE not in files or not shipped.get("check"):
         raise PerspectrumError(f"{source_folder} is not a packed {task} model; reinstall perspectrum")
-    model = compose(source_folder, meta, base_weights(base_folder(meta["base_model"], models_dir)))
+    base = meta.get("base_model")
+    try:
+        model = compose(source_folder, meta, base_weights(base_folder(str(base), models_dir)))
+    except ValueError:  # a base model perspectrum does not know
+        raise PerspectrumError(f"the shipped {task} model names the base {base!r}, which perspectrum does not "
+                               "know: it is damaged; reinstall perspectrum") from None
+    except (BadDelta, RuntimeError) as exc:  # RuntimeError: torch, on changes whose shapes do not fit
+        raise PerspectrumError(f"the shipped {task} model does not fit its base {base}: {exc}"
+                               .splitlines()[0]) from None
     for check in check_pairs(model, source_folder, meta):
         expected = next((c["score"] for c in shipped["check"] if c["pair"] == check["pair"]), None)
         if expected is None or abs(check["score"] - expected) > CHECK_TOLERANCE:
             raise PerspectrumError(f"the shipped {task} model scores {check['pair']} {check['score']:.4f}, not the "
-                                   f"recorded {expected}: its base {meta['base_model']} differs from the one it was "
-                                   "packed on")
+                                   f"recorded {expected}: its files or its base {base} differ from those it was packed "
+                                   "with; reinstall perspectrum")
     model.save_pretrained(str(target), safe_serialization=True)
     for name in [*files, CARD]:  # the shipped config.json replaces the one save_pretrained wrote
         if name != DELTA_FILE and (source_folder / name).is_file():
