@@ -311,6 +311,25 @@ def test_two_hundred_thousand_lines_stream_in_bounded_batches_and_memory(light, 
     assert lines == count + count // 1000
 
 
+@pytest.mark.slow
+def test_the_real_models_read_odd_texts_and_a_megabyte_text_as_scored_one_by_one(shipped_set, tmp_path) -> None:
+    from tests.conftest import prepared
+
+    models = prepared(tmp_path / "prepared")[2]
+    texts = ["Animals feel pain\u2028and deserve protection", "next\u0085line", "nul\x00inside", "\x00",
+             "Zoos keep animals in cages. " * 35_000]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join([pair(texts[0]), "", *(pair(t) for t in texts[1:])]) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["score", "stance", str(path), "--models-dir", str(models)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.split("\n")
+    assert len(lines) - 1 == len(texts) + 1 and lines[1] == ""
+    out = [json.loads(line) for line in lines if line]
+    assert [o["perspective"] for o in out] == texts
+    alone = [PairScorer.load("stance", models).score([(CLAIM, t)])[0] for t in texts]
+    assert np.allclose([o["score"] for o in out], alone, atol=1e-5)
+
+
 # ------------------------------------------------------------------ the output stream
 LIGHT_RUN = textwrap.dedent("""
     import sys
