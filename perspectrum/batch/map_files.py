@@ -14,8 +14,9 @@ or other models, a document no longer among those given, a text that changed sin
 mined, or an id twice is a one-line error, so units of one pile are never mixed into another's
 map. A line damaged in the middle of the file (not JSON, not a document's units, offsets that do
 not point into its document, units that do not match their sum) is a one-line error naming it, and
-the file is left as it is: nothing cut, nothing appended. A file emptied is said and mined afresh. However often a run is stopped and restarted, each document is mined once and its units
-are read back exactly.
+the file is left as it is: nothing cut, nothing appended. A file emptied is said and mined afresh.
+However often a run is stopped and restarted, each document is mined once and its units are read
+back exactly.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perspectrum.errors import MissingExtra, PerspectrumError, missing_extra
 from perspectrum.text.document import MAX_DOCUMENT_CHARS, DocumentError, check_document
@@ -265,9 +266,23 @@ def read_file(path: Path, limit: int = MAX_DOCUMENT_CHARS) -> Document:
 KNOWN = (*TEXT_SUFFIXES, *HTML_SUFFIXES, *PDF_SUFFIXES, *JSONL_SUFFIXES)
 
 
+def _lines(handle: Any, cap: int) -> Iterator[str | None]:
+    """Each line of ``handle``, or ``None`` for a line longer than ``cap`` characters, which
+    is read past a piece at a time and never held whole."""
+    while line := handle.readline(cap):
+        if len(line) >= cap and not line.endswith("\n"):
+            while (rest := handle.readline(cap)) and not rest.endswith("\n"):
+                pass
+            yield None
+        else:
+            yield line
+
+
 def _records(path: Path, limit: int) -> Iterator[Document | Skipped]:
-    """A JSONL file's ``{"id", "text"}`` records as documents; a bad line is skipped."""
+    """A JSONL file's ``{"id", "text"}`` records as documents; a bad line is skipped (one
+    longer than a record of ``limit`` characters could be is skipped unread)."""
     seen: set[str] = set()
+    cap = 8 * limit + 1024  # a record's text, every character escaped, and its id
     try:
         handle = path.open(encoding="utf-8-sig")
     except OSError as exc:
@@ -275,13 +290,16 @@ def _records(path: Path, limit: int) -> Iterator[Document | Skipped]:
         return
     with handle:
         try:
-            for n, line in enumerate(handle, 1):
+            for n, line in enumerate(_lines(handle, cap), 1):
+                where = f"{path}:{n}"
+                if line is None:
+                    yield Skipped(where, f"a line over {cap:,} characters; the limit is {limit:,} characters a text")
+                    continue
                 if not line.strip():
                     continue
-                where = f"{path}:{n}"
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
                     yield Skipped(where, "not a JSON object")
                     continue
                 if not isinstance(record, dict) or not isinstance(record.get("text"), str):
