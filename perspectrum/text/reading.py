@@ -180,15 +180,18 @@ _START_TAG = re.compile(r"<[A-Za-z]")
 _MARKS = ((b"\xff\xfe\x00\x00", "utf-32", "UTF-32"), (b"\x00\x00\xfe\xff", "utf-32", "UTF-32"),
           (b"\xef\xbb\xbf", "utf-8-sig", "UTF-8"), (b"\xff\xfe", "utf-16", "UTF-16"),
           (b"\xfe\xff", "utf-16", "UTF-16"))
-#: A multi-byte UTF-8 character: found in a file that is not UTF-8, the file mixes encodings.
-_UTF8_CHAR = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+#: Most of a Windows-1252 reading's letters that may be accented: past it, the bytes are another
+#: encoding's (Cyrillic, Greek, Chinese…) read as accented Latin letters, and the file is skipped.
+MAX_ACCENTED_SHARE = 0.4
 
 
 def decode(data: bytes) -> tuple[str, str]:
     """``data`` as text and the name of its encoding: the one a byte-order mark names
     (UTF-8, UTF-16, UTF-32), else UTF-8, else Windows-1252 (a superset of Latin-1's letters);
-    a :class:`DocumentError` for NUL bytes without a mark (binary), for bytes that mix UTF-8 with
-    another encoding, and for bytes no encoding tried reads."""
+    a :class:`DocumentError` for NUL bytes without a mark (binary), for UTF-8 mixed with another
+    encoding (as many valid UTF-8 characters as bytes that are not), and for bytes that no
+    encoding tried reads as text (Windows-1252 leaves bytes undefined, or reads most letters as
+    accented ones: another encoding's)."""
     for mark, codec, name in _MARKS:
         if data.startswith(mark):
             try:
@@ -201,13 +204,20 @@ def decode(data: bytes) -> tuple[str, str]:
         return data.decode("utf-8"), "UTF-8"
     except UnicodeDecodeError as exc:
         first_bad = exc.start
-    if _UTF8_CHAR.search(data):
+    unknown = f"not text in UTF-8, UTF-16 or Windows-1252 (byte {first_bad:,}); is it a binary file?"
+    lenient = data.decode("utf-8", errors="replace")
+    bad = lenient.count("\ufffd")
+    good = sum(ord(ch) > 127 for ch in lenient) - bad
+    if good >= bad:
         raise DocumentError(f"mixes UTF-8 with another encoding (byte {first_bad:,}); save it as UTF-8")
     try:
-        return data.decode("cp1252"), "Windows-1252"
-    except UnicodeDecodeError as exc:
-        raise DocumentError(f"not text in UTF-8, UTF-16 or Windows-1252 (byte {exc.start:,}); is it a binary "
-                            "file?") from None
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        raise DocumentError(unknown) from None
+    letters = [ch for ch in text if ch.isalpha()]
+    if sum(ord(ch) > 127 for ch in letters) > MAX_ACCENTED_SHARE * len(letters):
+        raise DocumentError(unknown)
+    return text, "Windows-1252"
 
 
 def _sized(path: Path) -> None:

@@ -63,14 +63,18 @@ def test_binary_mixed_unknown_and_huge_files_are_skipped_in_one_line(tmp_path: P
     (tmp_path / "huge.txt").write_bytes(b"zoos protect animals. " * 1000)  # 22,000 bytes; the limit below is 1,000
     (tmp_path / "huge.html").write_bytes(b"<p>zoos</p>" * 10)  # 110 bytes; the limit set above is 100
     (tmp_path / "broken16.txt").write_bytes(b"\xff\xfe" + b"\x00\xd8" * 3)  # a lone surrogate after the mark
+    (tmp_path / "russian.txt").write_bytes("Зоопарки защищают редкие виды животных.".encode("cp1251"))
+    (tmp_path / "chinese.txt").write_bytes("动物园保护濒危物种，但动物在笼子里受苦。".encode("gbk"))
     documents, skipped = _read(tmp_path, limit=1000)
     why = {Path(s.source).name: s.why for s in skipped}
-    assert documents == [] and len(skipped) == 7
+    assert documents == [] and len(skipped) == 9
     assert "NUL bytes" in why["nul.txt"] and "binary" in why["random.txt"]
     assert "mixes UTF-8 with another encoding" in why["mixed.txt"]
     assert "not text in UTF-8, UTF-16 or Windows-1252" in why["unknown.txt"]
     assert "22,000 bytes; the limit is 1,000 characters" in why["huge.txt"]
     assert "not UTF-16 text" in why["broken16.txt"]
+    for other in ("russian.txt", "chinese.txt"):  # never read as accented Latin letters
+        assert "not text in UTF-8, UTF-16 or Windows-1252" in why[other], why[other]
     assert why["huge.html"] == "110 bytes; the limit is 100"
     _one_line(skipped)
 
