@@ -32,6 +32,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,20 @@ def html_text(markup: str) -> str:
     return "\n\n".join(block for block in blocks if block)
 
 
+def _pdf_limits(max_pages: int) -> AbstractContextManager[Any]:
+    """pypdf's limits on page trees and decompressed streams lowered to ours, for a ``with``
+    (pypdf before 6 has no settable limits, only its own fixed ones: nothing is changed)."""
+    try:
+        from pypdf import Configuration, apply_configuration
+    except ImportError:
+        return nullcontext()
+    wanted = {"page_tree_maximum_entries": 2 * max_pages + 16, "page_tree_maximum_depth": 64,
+              **{f"{kind}_output_length": MAX_PDF_STREAM_BYTES for kind in (
+                  "zlib_maximum", "lzw_maximum", "run_length_maximum", "array_based_stream_maximum")},
+              "maximum_declared_stream_length": MAX_PDF_STREAM_BYTES}
+    return apply_configuration(**{k: v for k, v in wanted.items() if hasattr(Configuration, k)})
+
+
 def pdf_text(path: Path, limit: int = MAX_DOCUMENT_CHARS, max_pages: int = MAX_PDF_PAGES) -> str:
     """The text of a PDF's pages, one paragraph a page (pypdf's layout-free extraction).
 
@@ -136,7 +151,6 @@ def pdf_text(path: Path, limit: int = MAX_DOCUMENT_CHARS, max_pages: int = MAX_P
     to match, and reading stops once the text passes ``limit`` characters."""
     try:
         from pypdf import PdfReader
-        from pypdf._configuration import apply_configuration
         from pypdf.errors import PyPdfError
     except ModuleNotFoundError as exc:
         raise missing_extra("reading PDF", "map", exc) from None
@@ -145,16 +159,12 @@ def pdf_text(path: Path, limit: int = MAX_DOCUMENT_CHARS, max_pages: int = MAX_P
     too_many = f"more than {max_pages:,} pages; the limit is {max_pages:,}"
     pages: list[str] = []
     try:
-        with apply_configuration(page_tree_maximum_entries=2 * max_pages + 16, page_tree_maximum_depth=64,
-                                 zlib_maximum_output_length=MAX_PDF_STREAM_BYTES,
-                                 lzw_maximum_output_length=MAX_PDF_STREAM_BYTES,
-                                 run_length_maximum_output_length=MAX_PDF_STREAM_BYTES,
-                                 array_based_stream_maximum_output_length=MAX_PDF_STREAM_BYTES,
-                                 maximum_declared_stream_length=MAX_PDF_STREAM_BYTES):
+        with _pdf_limits(max_pages):
             reader = PdfReader(str(path))
             if reader.is_encrypted:
                 raise DocumentError("an encrypted PDF")
             declared = reader.trailer["/Root"]["/Pages"].get("/Count", 0)
+            declared = declared.get_object() if hasattr(declared, "get_object") else declared
             if isinstance(declared, int) and declared > max_pages:
                 raise DocumentError(f"{declared:,} pages; the limit is {max_pages:,}")
             if len(reader.pages) > max_pages:
