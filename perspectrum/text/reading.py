@@ -402,16 +402,19 @@ def _files(paths: Iterable[str | Path], max_files: int = MAX_PILE_FILES) -> Iter
     """The files named, and those under the folders named (:func:`_folder`)."""
     for given in paths:
         path = Path(given)
-        if path.is_dir():
-            yield from _folder(path, max_files)
-        elif path.is_file():
-            yield path
-        elif path.is_symlink():
-            yield Skipped(str(path), _link_why(path) or "cannot be read")
-        elif path.exists():
-            yield Skipped(str(path), "not a regular file")
-        else:
-            yield Skipped(str(path), "no such file or folder")
+        try:
+            if path.is_dir():
+                yield from _folder(path, max_files)
+            elif path.is_file():
+                yield path
+            elif path.is_symlink():
+                yield Skipped(str(path), _link_why(path) or "cannot be read")
+            elif path.exists():
+                yield Skipped(str(path), "not a regular file")
+            else:
+                yield Skipped(str(path), "no such file or folder")
+        except OSError as exc:  # a folder on the way that may not be looked into
+            yield Skipped(str(path), _why(exc))
 
 
 def read_documents(paths: Iterable[str | Path], limit: int = MAX_DOCUMENT_CHARS,

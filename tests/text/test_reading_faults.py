@@ -262,6 +262,14 @@ def test_permission_denied_is_one_skipped_line(tmp_path: Path, monkeypatch) -> N
             raise PermissionError(13, "Permission denied", str(self))
         return real_open(self, *args, **kwargs)
 
+    real_is_dir = Path.is_dir
+
+    def is_dir(self):  # a file under a folder that may not be looked into, named directly
+        if str(self) == str(pile / "hidden" / "x.txt"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_is_dir(self)
+
+    monkeypatch.setattr(Path, "is_dir", is_dir)
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
     monkeypatch.setattr(Path, "open", open_)
     monkeypatch.setattr(reading.os, "scandir", scandir)
@@ -270,6 +278,8 @@ def test_permission_denied_is_one_skipped_line(tmp_path: Path, monkeypatch) -> N
     assert {Path(s.source).name: s.why for s in skipped} == {"secret.txt": "cannot be read (Permission denied)",
                                                               "locked": "cannot be read (Permission denied)",
                                                               "data.jsonl": "cannot be opened (Permission denied)"}
+    assert [(s.source, s.why) for s in _read(pile / "hidden" / "x.txt")[1]] == [
+        (str(pile / "hidden" / "x.txt"), "cannot be read (Permission denied)")]
 
 
 def test_the_map_report_says_each_encoding_and_counts_what_was_skipped(tmp_path: Path, monkeypatch) -> None:
