@@ -325,3 +325,17 @@ def test_a_jsonl_line_too_long_or_too_deep_is_skipped_without_being_held(tmp_pat
     deep = tmp_path / "deep.jsonl"
     deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
     assert [s.why for s in _read(deep)[1]] == ["not a JSON object"]
+
+
+@pytest.mark.slow
+def test_a_folder_of_100000_empty_files_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    many = tmp_path / "many"
+    many.mkdir()
+    for n in range(100_000):
+        os.close(os.open(many / f"{n:06}.txt", os.O_CREAT | os.O_WRONLY, 0o644))
+    opened: list[str] = []
+    real = reading.read_file
+    monkeypatch.setattr(reading, "read_file", lambda path, *a: opened.append(str(path)) or real(path, *a))
+    documents, skipped = _read(many)
+    assert documents == [] and opened == []
+    assert [s.source for s in skipped] == [str(many)] and "more than 10,000 files" in skipped[0].why
