@@ -142,16 +142,22 @@ def folder_lock(final: str | Path, busy: str | None = None) -> Iterator[None]:
         lock.release()
 
 
-def sole_writer(path: str | Path) -> AbstractContextManager[None]:
+def sole_writer(path: str | Path, option: str = "--out") -> AbstractContextManager[None]:
     """Hold the writers' lock of the file ``path`` (:func:`folder_lock`'s), or fail at once:
-    two runs appending to one file would duplicate its lines."""
-    return folder_lock(path, busy=f"another run is writing {Path(path)}; wait for it to end or choose another --out")
+    two runs appending to one file would duplicate its lines. ``option`` names the
+    command's option that chose the file, for the message."""
+    return folder_lock(path, busy=f"another run is writing {Path(path)}; wait for it to end or choose another {option}")
 
 
 @contextmanager
 def appending(path: Path) -> Iterator[Callable[[str], None]]:
     """Yield ``write(line)``, which appends ``line`` and its newline to ``path`` and returns
-    once they are on disk (flush, then ``fsync``; the folder too when the file is new)."""
+    once they are on disk (flush, then ``fsync``; the folder too when the file is new).
+
+    A write that fails (a full disk) is one :func:`cannot_write` error; closing the file
+    after it, which fails again as it flushes what was left, does not hide that error
+    behind an :class:`OSError`. What did reach the file is a torn last line at worst, which
+    :func:`complete_lines` cuts off."""
     try:
         new = not path.exists()
         handle = open(path, "ab")
@@ -174,8 +180,16 @@ def appending(path: Path) -> Iterator[Callable[[str], None]]:
 
     try:
         yield write
-    finally:
+    except BaseException:
+        try:
+            handle.close()
+        except OSError:
+            pass  # the error already on its way says why
+        raise
+    try:
         handle.close()
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
 
 
 def complete_lines(path: Path, kind: str) -> Iterator[tuple[int, Any]]:

@@ -2,8 +2,9 @@
 
 **Layout**: JSONL. Its first line names the run, ``{"map_units": 1, "claim", "models"}``
 (the claim as checked, and which models mined: :func:`models_of`). Each further line is one
-document's units, ``{"id", "sha256", "units"}``: its id, the SHA-256 of its text, and its
-:class:`~perspectrum.text.mining.MinedUnit` records (:func:`units_line`). Lines are appended
+document's units, ``{"id", "sha256", "units", "sum"}``: its id, the SHA-256 of its text, its
+:class:`~perspectrum.text.mining.MinedUnit` records, and the SHA-256 of those records
+(:func:`units_line`; lines written before the sum was kept have none, and are read as they are). Lines are appended
 whole and put on disk (``fsync``) one by one (:func:`perspectrum._io.appending`),
 and one run at a time may write a file (:func:`~perspectrum._io.sole_writer`).
 
@@ -11,8 +12,11 @@ and one run at a time may write a file (:func:`~perspectrum._io.sole_writer`).
 cut off; a file that is not a units file is never cut or appended to; a file of another claim
 or other models, a document no longer among those given, a text that changed since it was
 mined, or an id twice is a one-line error, so units of one pile are never mixed into another's
-map. However often a run is stopped and restarted, each document is mined once and its units
-are read back exactly.
+map. A line damaged in the middle of the file (not JSON, not a document's units, offsets that do
+not point into its document, units that do not match their sum) is a one-line error naming it, and
+the file is left as it is: nothing cut, nothing appended. A file emptied is said and mined afresh.
+However often a run is stopped and restarted, each document is mined once and its units are read
+back exactly.
 """
 
 from __future__ import annotations
@@ -37,9 +41,15 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def units_sum(records: Any) -> str:
+    """The SHA-256 of a line's unit records (as JSON, keys sorted), which a damaged byte changes."""
+    return digest(json.dumps(records, ensure_ascii=False, sort_keys=True))
+
+
 def units_line(doc_id: str, text: str, units: Sequence[MinedUnit]) -> str:
     """The units file's line for one document (without its newline)."""
-    return json.dumps({"id": doc_id, "sha256": digest(text), "units": [u.to_dict() for u in units]},
+    records = [u.to_dict() for u in units]
+    return json.dumps({"id": doc_id, "sha256": digest(text), "units": records, "sum": units_sum(records)},
                       ensure_ascii=False)
 
 
@@ -103,10 +113,14 @@ def read_units(path: str | Path, claim: str, models: str, texts: Mapping[str, st
                 raise PerspectrumError(f"{path} was mined by other models ({row.get('models')}, not "
                                        f"{models}); give --units a new file")
             continue
+        damaged = (f"{where} is damaged: {{}}; remove that line to mine its document again, or give --units a "
+                   "new file")
         try:
             doc_id, units, sha = row["id"], [MinedUnit(**u) for u in row["units"]], row["sha256"]
         except (KeyError, TypeError):
-            raise PerspectrumError(f"{where} is not a document's units") from None
+            raise PerspectrumError(damaged.format("not a document's units")) from None
+        if "sum" in row and row["sum"] != units_sum(row["units"]):
+            raise PerspectrumError(damaged.format("its units do not match their sum"))
         if doc_id not in texts:
             raise PerspectrumError(f"{where}: document {doc_id!r} is not among those given; are these the "
                                    "units of another pile?")
@@ -116,6 +130,6 @@ def read_units(path: str | Path, claim: str, models: str, texts: Mapping[str, st
         if doc_id in found:
             raise PerspectrumError(f"{where}: document {doc_id!r} is there twice")
         if any(texts[doc_id][u.start:u.end] != u.text for u in units):
-            raise PerspectrumError(f"{where}: a unit's offsets do not point into document {doc_id!r}")
+            raise PerspectrumError(damaged.format(f"a unit's offsets do not point into document {doc_id!r}"))
         found[doc_id] = units
     return found

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from perspectrum._io import appending, sole_writer
-from perspectrum._progress import progress
+from perspectrum._progress import progress, say
 from perspectrum.batch.engines import ENGINES, PipelineSource, check_engine
 from perspectrum.batch.map_files import header, models_of, read_units, units_line
 from perspectrum.batch.ray_engine import ray_mined
@@ -61,10 +61,12 @@ def map_documents(pipeline: PipelineSource, documents: Mapping[str, str], claim:
     if units is None and engine == "local":
         return pipe.map(texts, claim, settings, skipped)
     path = Path(units).expanduser() if units is not None else None
-    with sole_writer(path) if path is not None else nullcontext():
+    with sole_writer(path, "--units") if path is not None else nullcontext():
         models = models_of(pipe)
         mined = read_units(path, claim, models, texts) if path is not None else {}
         fresh = path is not None and (not path.exists() or path.stat().st_size == 0)
+        if fresh and path is not None and path.exists():  # emptied (or never written past a full disk)
+            say(f"{path} is empty; mining every document again")
         with appending(path) if path is not None else nullcontext(lambda line: None) as write:
             if fresh:
                 write(header(claim, models))

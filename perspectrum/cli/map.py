@@ -57,6 +57,9 @@ def map_pile(
     found, skipped = readable(read_documents(documents))
     for item in skipped:  # one line each on stderr
         typer.echo(f"skipped {printable(item.source, one_line=True)}: {printable(item.why, one_line=True)}", err=True)
+    encodings = {d.id: d.encoding for d in found if d.encoding != "UTF-8"}
+    for doc_id, encoding in encodings.items():  # one line each, as the skipped are said
+        typer.echo(f"read {printable(doc_id, one_line=True)} as {encoding}", err=True)
     from perspectrum.batch.map_run import map_documents as run
 
     given = {name: None if path is None else path.expanduser().resolve() for name, path in
@@ -68,6 +71,7 @@ def map_pile(
     result = run(factory if engine == Engine.ray else factory(), {d.id: d.text for d in found}, claim,
                  MapSettings(min_documents=min_documents), skipped, units=units, engine=Engine(engine).value,
                  workers=workers or 1, address=address, show_progress=True)
+    result.encodings = encodings
     if html is not None:
         page = map_page(result)
         atomic_write(html, lambda tmp: tmp.write_text(page, encoding="utf-8"))
@@ -77,7 +81,8 @@ def map_pile(
     from perspectrum.cli.display import mapped
 
     console.print(mapped(result))
-    console.print(f"{counted(result.documents, 'document')} read ({len(skipped)} skipped), "
+    others = f", {len(encodings)} not in UTF-8" if encodings else ""
+    console.print(f"{counted(result.documents, 'document')} read ({len(skipped)} skipped{others}), "
                   f"{counted(result.units, 'argument unit')}, {counted(len(result.perspectives), 'perspective')} "
                   f"and {len(result.also_mentioned)} also mentioned in {result.seconds:.1f} s", markup=False)
     if html is not None:

@@ -122,7 +122,8 @@ class MappedPerspective:
 class PerspectiveMap:
     """What :meth:`perspectrum.Pipeline.map` answers: ``perspectives`` (made by at least
     ``min_documents`` documents, most prevalent first) and ``also_mentioned`` (the rest),
-    with how many documents and units were read and what was skipped."""
+    with how many documents and units were read and what was skipped; ``encodings`` names the
+    encoding of each document read from a file not in UTF-8 (by document id)."""
 
     claim: str
     documents: int
@@ -132,12 +133,16 @@ class PerspectiveMap:
     skipped: list[dict[str, str]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    encodings: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"claim": self.claim, "documents": self.documents, "units": self.units,
-                "skipped": list(self.skipped), "perspectives": [p.to_dict() for p in self.perspectives],
-                "also_mentioned": [p.to_dict() for p in self.also_mentioned], "settings": dict(self.settings),
-                "seconds": round(self.seconds, 2)}
+        out = {"claim": self.claim, "documents": self.documents, "units": self.units,
+               "skipped": list(self.skipped), "perspectives": [p.to_dict() for p in self.perspectives],
+               "also_mentioned": [p.to_dict() for p in self.also_mentioned], "settings": dict(self.settings),
+               "seconds": round(self.seconds, 2)}
+        if self.encodings:  # only when a document was not UTF-8: a UTF-8 pile's answer is as it always was
+            out["encodings"] = dict(self.encodings)
+        return out
 
 
 def similarities(claim: str, texts: Sequence[str], vectors: np.ndarray, sides: Sequence[int],
