@@ -27,6 +27,10 @@ def serve(
         "--allowed-host", help="A host name requests may give in their Host header besides --host, localhost, "
         "127.0.0.1 and ::1 (repeatable; others get 400, which stops DNS rebinding). `*` allows any: only behind "
         "a proxy that checks the Host itself.")] = None,
+    trusted_proxy: Annotated[Optional[list[str]], typer.Option(
+        "--trusted-proxy", help="The address or network (10.0.0.0/8) of a proxy in front of the server whose "
+        "X-Forwarded-For and X-Forwarded-Proto are believed (repeatable; none by default: from anyone else they "
+        "are ignored, so a client cannot pick its own address).")] = None,
     data_dir: DataDir = None,
     index_dir: IndexDir = None,
     models_dir: ModelsDir = None,
@@ -51,7 +55,8 @@ def serve(
     check_bind(host, token)
     # requests must name --host, a loopback name or an --allowed-host in their Host header
     settings = ServeSettings(workers, queue, token, tuple(cors_origin or ()),
-                             allowed_hosts=(host, *LOOPBACK_HOSTS, *(allowed_host or ())))
+                             allowed_hosts=(host, *LOOPBACK_HOSTS, *(allowed_host or ())),
+                             trusted_proxies=tuple(trusted_proxy or ()))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

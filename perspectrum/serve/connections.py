@@ -90,9 +90,10 @@ class HeadDeadline(H11Protocol):
 def uvicorn_config(app: Any, keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
                    head_seconds: float = HEAD_SECONDS) -> uvicorn.Config:
     """Uvicorn's configuration for ``app``: the deadlines above and quiet logs (the app counts
-    requests in ``/metrics``). Proxy headers are trusted from loopback only (uvicorn's
-    default), so behind a proxy on this machine the client is the proxy's client."""
+    requests in ``/metrics``). Uvicorn's own proxy headers are off (it would believe any
+    process on this machine): the app believes ``X-Forwarded-*`` from the proxies it is given
+    (``ServeSettings.trusted_proxies``, ``--trusted-proxy``) and from no one else."""
     protocol = type("HeadDeadline", (HeadDeadline,), {"head_seconds": head_seconds})
     # timeout_keep_alive is typed int but used as a float (loop.call_later)
     return uvicorn.Config(app, http=protocol, timeout_keep_alive=keep_alive_seconds,  # type: ignore[arg-type]
-                          log_level="warning", access_log=False)
+                          log_level="warning", access_log=False, proxy_headers=False)

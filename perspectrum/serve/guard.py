@@ -7,7 +7,12 @@ keeps only the token's SHA-256 and compares digests in constant time. The cookie
 token nor anything derived from it alone: it is an expiry time signed with a key made when
 the process starts (:data:`SESSION_SECONDS`), so it ends by itself, a restart ends every
 session, and it cannot be computed from the token. A client that sends wrong tokens is
-slowed down (:class:`Throttle`: 429 after :data:`TRIES` in :data:`TRY_WINDOW` seconds).
+slowed down (:class:`Throttle`: 429 after :data:`TRIES` in :data:`TRY_WINDOW` seconds). The
+token is checked before a request's body is read (:class:`Gate`), so a client without it
+cannot make the server hold its body. The cookie is ``Secure`` when the request came over
+TLS, or through a proxy named with ``--trusted-proxy`` that says so (``X-Forwarded-Proto``);
+``X-Forwarded-For`` too is believed from those proxies only (:func:`trusted_proxies`), so a
+client cannot dodge the throttle by writing a new address into it.
 
 Requests must name this server in their ``Host`` header (:func:`host_patterns`): a page on
 any site can make the browser send requests to a loopback server through DNS rebinding,
@@ -102,6 +107,29 @@ def host_patterns(hosts: Iterable[str]) -> list[str]:
     return patterns
 
 
+def trusted_proxies(proxies: Iterable[str]) -> list[str]:
+    """``proxies`` (addresses or networks, ``10.0.0.0/8``) as uvicorn's proxy-headers
+    middleware matches them, or one line saying which is not one."""
+    found = []
+    for given in proxies:
+        text = given.strip()
+        try:
+            found.append(str(ipaddress.ip_network(text, strict=False)) if "/" in text
+                         else str(ipaddress.ip_address(text.strip("[]"))))
+        except ValueError:
+            raise PerspectrumError(f"--trusted-proxy {given!r} is not an IP address or network "
+                                   "(`10.0.0.2`, `10.0.0.0/8`)") from None
+    return found
+
+
+def app_path(scope: dict) -> str:
+    """A request's path as the app routes it (a proxy's root path aside)."""
+    path, root = scope.get("path", ""), scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root):]
+    return path
+
+
 def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
@@ -113,7 +141,8 @@ class Throttle:
 
     At most ``clients`` clients are remembered (the longest quiet first forgotten), so many
     addresses cannot grow the table without bound. Behind a proxy every client is the
-    proxy's address and shares one allowance.
+    proxy's address and shares one allowance, unless the proxy is named (``--trusted-proxy``):
+    then each client is the address the proxy gives for it.
     """
 
     def __init__(self, tries: int = TRIES, window: float = TRY_WINDOW, clients: int = 10_000,
@@ -209,7 +238,7 @@ class TokenGuard:
 
     def login(self, token: str, request: Request) -> Response:
         """The answer to ``POST /login``: 204 with a session cookie (HttpOnly, SameSite=Strict,
-        ending after ``session_seconds``) for the right token, 401 for a wrong one, 429 while
+        Secure over TLS, ending after ``session_seconds``) for the right token, 401 for a wrong one, 429 while
         the client is throttled; 204 alone when the server needs no token."""
         if self.expected is None:
             return Response(status_code=204)
@@ -217,14 +246,36 @@ class TokenGuard:
         if refused is not None:
             return refused
         signed_in = Response(status_code=204)
+        # Secure over TLS (the scheme a named proxy gives, behind one): a browser then never
+        # sends the cookie in the clear
         signed_in.set_cookie(COOKIE, self.session(), max_age=self.session_seconds, httponly=True,
-                             samesite="strict", path="/")
+                             samesite="strict", path="/", secure=request.url.scheme == "https")
         return signed_in
 
 
 def _client(request: Request) -> str:
     """The address a request came from, as the throttle counts it."""
     return request.client.host if request.client else "unknown"
+
+
+class Gate:
+    """Answers a request that ``check`` refuses (its :class:`Response`; ``None`` lets it in)
+    before anything reads its body. A refused request that declares a body is answered with
+    ``Connection: close``, so the server does not read the rest of it either."""
+
+    def __init__(self, app: Any, check: Callable[[Request], Response | None]) -> None:
+        self.app = app
+        self.check = check
+
+    async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable) -> None:
+        if scope["type"] == "http":
+            refused = self.check(Request(scope))
+            if refused is not None:
+                headers = dict(scope.get("headers") or ())
+                if headers.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in headers:
+                    refused.headers["Connection"] = "close"
+                return await refused(scope, receive, send)
+        return await self.app(scope, receive, send)
 
 
 class BodyLimit:
@@ -242,10 +293,7 @@ class BodyLimit:
 
     def limit_for(self, scope: dict) -> int:
         """The body limit of the request's path (as the app routes it, a proxy's root path aside)."""
-        path, root = scope.get("path", ""), scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root):]
-        return self.limits.get(path, self.limit)
+        return self.limits.get(app_path(scope), self.limit)
 
     async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable) -> None:
         if scope["type"] != "http":

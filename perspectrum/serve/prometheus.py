@@ -1,9 +1,13 @@
 """The server's Prometheus series (``GET /metrics``): requests, their latency, the time each
-pipeline stage takes per claim, requests refused as busy, and what is running or loaded."""
+pipeline stage takes per claim, requests refused as busy or left by their clients, and what
+is running or loaded. Every answer is counted (:class:`Counted`), those refused before any
+route runs too (400 for another ``Host``, 401, 408, 413)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from perspectrum.errors import missing_extra
 
@@ -33,6 +37,9 @@ class Metrics:
                                 buckets=(.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5), registry=self.registry)
         self.rejected = Counter("perspectrum_rejected", "Requests answered 503 because every worker and "
                                 "queue place was taken", registry=self.registry)
+        self.abandoned = Counter("perspectrum_abandoned", "Requests whose client left before their model work "
+                                 "was done (the work cancelled, or stopped at its next document)",
+                                 registry=self.registry)
         self.accepted = Gauge("perspectrum_accepted_requests", "Requests running or waiting for a worker",
                               registry=self.registry)
         self.ready = Gauge("perspectrum_ready", "1 once every index and model is loaded", registry=self.registry)
@@ -52,3 +59,34 @@ class Metrics:
     def text(self) -> bytes:
         """Every series, in Prometheus's text format."""
         return generate_latest(self.registry)
+
+
+class Counted:
+    """Counts every HTTP answer of ``app`` in ``metrics`` with its time, under its route's path;
+    a request answered before it was routed (refused by a middleware) under its path if
+    ``paths`` names it, else ``other``, so made-up paths cannot grow the series."""
+
+    def __init__(self, app: Any, metrics: Metrics, paths: Callable[[], set[str]],
+                 app_path: Callable[[dict], str]) -> None:
+        self.app, self.metrics, self.paths, self.app_path = app, metrics, paths, app_path
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = time.perf_counter()
+        status = 500  # what the server answers if the app fails before it starts a response
+
+        async def noted(message: dict) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noted)
+        finally:
+            route = getattr(scope.get("route"), "path", None)
+            if route is None:
+                path = self.app_path(scope)
+                route = path if path in self.paths() else "other"
+            self.metrics.answered(scope["method"], route, status, time.perf_counter() - started)
