@@ -347,6 +347,21 @@ def test_a_damaged_sentence_vectors_part_is_caught_by_its_sum_and_never_read(tmp
     assert len(sorted(again.folder.glob("part-*.npz"))) == 1
 
 
+def test_a_killed_writers_temporary_part_is_never_read_and_tidied_once_old(tmp_path, encoder) -> None:
+    store = IndexStore(tmp_path / "indexes", encoder=encoder)
+    good = SentenceVectors(store, PARAGRAPHS).of([1])
+    folder = SentenceVectors(store, PARAGRAPHS).folder
+    (part,) = sorted(folder.glob("part-*.npz"))
+    old, fresh = folder / f".{part.name}.0123456789ab.npz", folder / f".{part.name}.ba9876543210.npz"
+    for left in (old, fresh):  # half a part, as a kill during its write leaves it
+        left.write_bytes(part.read_bytes()[:100])
+    hours_ago = time.time() - kept_module.LEFT_AFTER - 60
+    os.utime(old, (hours_ago, hours_ago))
+    again = SentenceVectors(store, PARAGRAPHS)
+    assert again.missing() == 2 and np.array_equal(again.of([1])[0], good[0])
+    assert not old.exists() and fresh.exists()  # a writer may still be renaming the fresh one
+
+
 @pytest.mark.parametrize("how", ["truncated", "emptied", "not JSON", "nested deep", "a list", "an edited sentence"])
 def test_a_damaged_sentence_split_cache_is_split_again_saying_so(tmp_path, capsys, how) -> None:
     store = IndexStore(tmp_path)
