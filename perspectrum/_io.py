@@ -17,7 +17,8 @@
 - Everything is created with the user's umask, as ``open`` and ``mkdir`` do.
 
 Write failures (read-only folder, full disk, file-size limit) become one-line
-:class:`~perspectrum.errors.PerspectrumError` messages, and the previous version stays.
+:class:`~perspectrum.errors.PerspectrumError` messages, and the previous version stays;
+so do those a library reports as its own exception naming the OS error (safetensors).
 """
 
 from __future__ import annotations
@@ -79,6 +80,25 @@ def cannot_write(target: Path, exc: OSError) -> PerspectrumError:
     return PerspectrumError(f"cannot write {target}: {reason}")
 
 
+#: How libraries written in Rust (safetensors, tokenizers) word an I/O error they raise as
+#: their own exception type: "... (os error 28)".
+_FOREIGN_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+def foreign_os_error(exc: BaseException) -> OSError | None:
+    """The ``OSError`` inside an error a library raised as its own type (safetensors' full
+    disk is a ``SafetensorError`` naming "os error 28"), or ``None`` when it names none."""
+    if isinstance(exc, OSError):
+        return exc
+    if not isinstance(exc, Exception) or isinstance(exc, PerspectrumError):  # ours say what they mean
+        return None
+    found = _FOREIGN_OS_ERROR.search(str(exc))
+    if found is None:
+        return None
+    code = int(found.group(1))
+    return OSError(code, os.strerror(code))
+
+
 def _token() -> str:
     return secrets.token_hex(6)
 
@@ -96,8 +116,11 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
         os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # 0o666 less the umask
         write(tmp)
         os.replace(tmp, target)
-    except OSError as exc:
-        raise cannot_write(target, exc) from None
+    except Exception as exc:
+        failed = foreign_os_error(exc)
+        if failed is None:
+            raise
+        raise cannot_write(target, failed) from None
     finally:
         tmp.unlink(missing_ok=True)
     return target
@@ -325,7 +348,8 @@ def atomic_folder(final: str | Path, write: Callable[[Path], None]) -> Path:
             if not swapped:
                 shutil.rmtree(version, ignore_errors=True)
                 link.unlink(missing_ok=True)
-            if isinstance(exc, OSError):
-                raise cannot_write(final, exc) from None
+            failed = foreign_os_error(exc)
+            if failed is not None:
+                raise cannot_write(final, failed) from None
             raise
     return final

@@ -14,7 +14,8 @@ new entry and an unchanged one is never encoded twice. Each write is one new fil
 (``part-<sha256>.npz``, plain arrays, read without pickle), written whole and renamed in, so
 two processes never clash and a crash loses at most the part being written. A part whose
 bytes no longer match its name is deleted, saying so, and its paragraphs encoded again: the
-vectors are a cache, the same numbers as encoding anew.
+vectors are a cache, the same numbers as encoding anew. A killed writer's temporary file is
+never read, and deleted once it is an hour old.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import hashlib
 import io
 import json
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +45,9 @@ FORMAT = 1
 FILL_CHUNK = 4096
 #: Parts read at open beyond which they are merged into one (fewer files, faster opens).
 MERGE_ABOVE = 32
+#: Seconds after which a part's temporary file (``.part-*``) is what a killed writer left: a
+#: part is written from memory in one go, so no live writer holds one for long.
+LEFT_AFTER = 3600
 
 
 def _entry(sentences: Sequence[str]) -> str:
@@ -144,6 +149,8 @@ class SentenceVectors:
             return self._known
         known: dict[str, np.ndarray] = {}
         parts = sorted(self.folder.glob("part-*.npz")) if self.folder.is_dir() else []
+        if parts:
+            self._tidy()
         for path in parts:
             try:
                 raw = path.read_bytes()
@@ -162,6 +169,17 @@ class SentenceVectors:
         if len(self._parts) > MERGE_ABOVE:
             self._merge(known)
         return known
+
+    def _tidy(self) -> None:
+        """Delete the temporary files of parts whose writer was killed (never read: only
+        ``part-*.npz`` is)."""
+        now = time.time()
+        for left in self.folder.glob(".part-*"):
+            try:
+                if now - left.stat().st_mtime > LEFT_AFTER:
+                    left.unlink()
+            except OSError:
+                pass  # gone already, or a folder that cannot be written: left as it is
 
     def _encode(self, todo: dict[str, tuple[str, ...]], known: dict[str, np.ndarray]) -> None:
         texts = [t for parts in todo.values() for t in parts]
@@ -210,8 +228,6 @@ def build_sentence_index(store: IndexStore, evidence: Pool, show_progress: bool 
     """Encode every evidence sentence not kept yet (kept as it goes), then build the ``sentences``
     pool's dense index from the kept vectors, handed to the encoder so nothing is encoded
     twice. Returns how many sentences were encoded and the seconds in all."""
-    import time
-
     started = time.perf_counter()
     kept = SentenceVectors(store, evidence)
     encoded = kept.fill(show_progress=show_progress)

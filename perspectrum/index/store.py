@@ -133,10 +133,14 @@ class IndexStore:
             if cached["evidence"] == evidence.fingerprint and cached["splitter"] == splitter:
                 pool = Pool("sentences", tuple(cached["ids"]), tuple(cached["texts"]))
                 if pool.fingerprint != cached["sentences"]:
-                    say(f"{path} is damaged: splitting the paragraphs again")
-                    pool = None
-        except (OSError, ValueError, KeyError, TypeError):
+                    raise ValueError("its sentences are not the ones it records")
+        except FileNotFoundError:
             pass
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, PerspectrumError):
+            # torn, truncated, edited or another version's: never read as the split
+            if path.exists():
+                say(f"{path} is damaged: splitting the paragraphs again")
+            pool = None
         if pool is None:
             pool = Pool.sentences_of(evidence)
             payload = {"evidence": evidence.fingerprint, "splitter": splitter, "sentences": pool.fingerprint,
