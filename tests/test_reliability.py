@@ -268,28 +268,18 @@ def _unpacks_or_refuses(models: Path) -> str | None:
     return None
 
 
-def test_a_flipped_bit_in_any_shipped_file_is_caught_or_harmless(shipped_copy, tmp_path) -> None:
-    """Every file the shipped set holds, one bit flipped at a time: unpacking refuses in one line
-    naming the damaged model (never falls back to a base or an older model), or the file is one
-    that says nothing about the answers (a card) and the unpacked models score as recorded."""
-    from perspectrum.models.store import load_task
-
-    expected = {}
-    shipping.unpack(tmp_path / "good")
-    for task in ("relevance", "stance", "equivalence"):
-        expected[task] = load_task(tmp_path / "good" / shipping.FOLDER, task)[0].score(PAIRS)
-    for n, path in enumerate(sorted(p for p in shipped_copy.rglob("*") if p.is_file())):
+def test_a_flipped_bit_in_any_shipped_file_is_caught(shipped_copy, tmp_path) -> None:
+    """Every file the shipped set holds, its card too, one bit flipped at a time: unpacking
+    refuses in one line naming the damaged model and leaves nothing unpacked to fall back on."""
+    files = sorted(p for p in shipped_copy.rglob("*") if p.is_file())
+    assert any(p.name == "README.md" for p in files)
+    for n, path in enumerate(files):
         original = flip(path, bits(path, 1)[0])
         try:
             refused = _unpacks_or_refuses(tmp_path / f"models-{n}")
-            if refused is None:
-                assert path.name == "README.md", path
-                for task, scores in expected.items():
-                    again = load_task(tmp_path / f"models-{n}" / shipping.FOLDER, task)[0].score(PAIRS)
-                    assert np.allclose(again, scores, atol=1e-6)
-            else:
-                named = path.parent.name if path.parent != shipped_copy else "shipped models"
-                assert named in refused and ("damaged" in refused or "missing" in refused), (path, refused)
+            assert refused is not None, path
+            named = path.parent.name if path.parent != shipped_copy else "shipped models"
+            assert named in refused and ("damaged" in refused or "missing" in refused), (path, refused)
         finally:
             path.write_bytes(original)
 
