@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional, TextIO
 
 import typer
 
@@ -45,6 +45,9 @@ def score(
                                                '"perspective", "other"} for equivalence).', show_default=False)],
     models_dir: ModelsDir = None,
     device: DeviceOpt = None,
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="Write the scores to this file instead of stdout: whole or not at all (written beside "
+                      "it under a temporary name, renamed when every line is scored).")] = None,
 ) -> None:
     """Score (claim, perspective) pairs with one task's model, opening no index.
 
@@ -64,6 +67,11 @@ def score(
     threshold = scorer.settings.get("threshold") if task == "stance" else None
     rows: list[dict[str, Any] | None] = []  # None: a blank line
     chars = written = 0
+    stream: TextIO = sys.stdout
+
+    def so_far(lines: str = "lines") -> str:
+        """How much of the output stands when a run stops early."""
+        return f"nothing was written to {out}" if out is not None else f"the output answers the first {written:,} {lines}"
 
     def flush() -> None:
         nonlocal written
@@ -79,15 +87,17 @@ def score(
             if threshold is not None:
                 out["stance"] = "support" if value >= threshold else "undermine"
             lines.append(json.dumps(out, ensure_ascii=True))
-        write("".join(line + "\n" for line in lines), written)
+        write("".join(line + "\n" for line in lines), written, stream)
         written += len(rows)
         rows.clear()
 
-    try:
+    def run() -> None:
+        nonlocal chars
         for number, row, problem in parsed_lines(pairs, fields):
             if problem is not None:  # it passed the check a moment ago
                 raise PerspectrumError(f"{pairs} changed while it was being scored (line {number}: {problem}): "
-                                       f"the output answers its first {written:,} lines only")
+                                       + (f"the output answers its first {written:,} lines only" if out is None
+                                          else so_far()))
             rows.append(row)
             chars += sum(len(row[f]) for f in fields) if row is not None else 0
             if len(rows) >= BATCH or chars >= BATCH_CHARS:
@@ -95,9 +105,24 @@ def score(
                 chars = 0
         if rows:
             flush()
+
+    def into(tmp: Path) -> None:
+        nonlocal stream
+        with tmp.open("w", encoding="utf-8") as stream:
+            run()
+
+    try:
+        if out is None:
+            run()
+        else:
+            from perspectrum._io import atomic_write
+
+            if out.is_dir():
+                raise PerspectrumError(f"--out {out} is a folder: name a file")
+            atomic_write(out, into)
     except KeyboardInterrupt:
-        raise error_exit(PerspectrumError(f"interrupted: the output answers the first {written:,} lines of {pairs} "
-                                          "only"), 130) from None
+        raise error_exit(PerspectrumError(f"interrupted: {so_far(f'lines of {pairs}')} only"
+                                          if out is None else f"interrupted: {so_far()}"), 130) from None
 
 
 def refused(pairs: Path, fields: tuple[str, ...]) -> bool:
@@ -201,16 +226,20 @@ def json_type(value: Any) -> str:
             dict: "object"}.get(type(value), type(value).__name__)
 
 
-def write(text: str, written: int) -> None:
-    """Write one batch's lines to stdout at once and flush them; a closed pipe or a full disk
-    is one line on stderr saying how many lines the output answers (``written`` before this batch)."""
+def write(text: str, written: int, stream: TextIO | None = None) -> None:
+    """Write one batch's lines at once (to stdout, or ``stream``) and flush them; a closed pipe
+    or a full disk is one line on stderr saying how many lines the output answers (``written``
+    before this batch; with ``--out`` nothing is left: the file is renamed only when whole)."""
+    stream = stream or sys.stdout
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        stream.write(text)
+        stream.flush()
     except BrokenPipeError:
         _quiet_stdout()
         raise PerspectrumError(f"the output was closed: it answers the first {written:,} lines at most") from None
     except OSError as exc:
+        if stream is not sys.stdout:  # --out: the temporary file is removed, nothing is left
+            raise PerspectrumError(f"cannot write the scores: {exc.strerror or exc} (nothing was written)") from None
         _quiet_stdout()
         raise PerspectrumError(f"cannot write the scores: {exc.strerror or exc} (the output answers the first "
                                f"{written:,} lines at most)") from None

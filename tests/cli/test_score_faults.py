@@ -276,6 +276,59 @@ def test_ctrl_c_and_a_file_changed_midway_say_how_far_the_output_goes(light, tmp
     assert len(result.stdout.split("\n")) - 1 == 3 * batch
 
 
+def test_out_is_written_whole_or_not_at_all(light, tmp_path, monkeypatch) -> None:
+    """--out: the scores land in the file only when every line is scored; an interrupted run
+    or a full disk leaves the file that was there as it was and no temporary file beside it."""
+    path, out = tmp_path / "pairs.jsonl", tmp_path / "scores.jsonl"
+    batch = score_command.BATCH
+    path.write_text("".join(pair(f"p{n}") + "\n" for n in range(2 * batch + 3)))
+    result = CliRunner().invoke(app, ["score", "stance", str(path), "--out", str(out)])
+    assert result.exit_code == 0 and result.stdout == ""
+    scored = out.read_text(encoding="utf-8").splitlines()
+    assert len(scored) == 2 * batch + 3 and json.loads(scored[-1])["perspective"] == f"p{2 * batch + 2}"
+    out.write_text("the previous scores\n")
+    real = LightScorer.score
+
+    def interrupted(self, items):
+        if len(self.batches) == 1:
+            raise KeyboardInterrupt
+        return real(self, items)
+
+    monkeypatch.setattr(LightScorer, "score", interrupted)
+    result = CliRunner().invoke(app, ["score", "stance", str(path), "--out", str(out)])
+    assert result.exit_code == 130 and error_lines(result) == [f"error: interrupted: nothing was written to {out}"]
+    assert out.read_text() == "the previous scores\n" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "pairs.jsonl", "scores.jsonl"]
+
+    class Full:  # a file on a disk that is full
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def write(self, text):
+            raise OSError(28, "No space left on device")
+
+        def flush(self):
+            pass
+
+    opened = Path.open
+    monkeypatch.setattr(LightScorer, "score", real)
+    monkeypatch.setattr(Path, "open", lambda self, mode="r", *a, **k: Full(opened(self, mode, *a, **k))
+                        if "w" in mode else opened(self, mode, *a, **k))
+    result = CliRunner().invoke(app, ["score", "stance", str(path), "--out", str(out)])
+    monkeypatch.setattr(Path, "open", opened)
+    assert result.exit_code == 1 and error_lines(result) == [
+        "error: cannot write the scores: No space left on device (nothing was written)"]
+    assert out.read_text() == "the previous scores\n" and len(list(tmp_path.iterdir())) == 2
+    result = CliRunner().invoke(app, ["score", "stance", str(path), "--out", str(tmp_path)])
+    assert result.exit_code == 1 and "is a folder" in result.stderr
+
+
 # ------------------------------------------------------------------ many lines
 @pytest.mark.slow
 def test_two_hundred_thousand_lines_stream_in_bounded_batches_and_memory(light, tmp_path, monkeypatch) -> None:
