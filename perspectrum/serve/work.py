@@ -5,6 +5,11 @@ is refused (:class:`Busy`) with a ``Retry-After`` estimated from recent request 
 instead of piling up. A request whose client leaves (:class:`Left`) gives its place back at
 once if its work has not started, and asks its work to stop (a :class:`threading.Event`
 the work checks) if it has; a place is counted taken until its thread is free again.
+
+After a piece of work, at most once a second, the C heap's free pages go back to the system
+(:func:`give_back_memory`): glibc keeps what torch, numpy and the tokenizers free, in pieces a
+long-running server would otherwise hold for good, so its resident memory would keep growing
+with requests whose objects are long gone.
 """
 
 from __future__ import annotations
@@ -16,6 +21,43 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+
+#: The least time between two returns of the C heap's free pages to the system.
+TRIM_EVERY = 1.0
+
+
+def _trimmer() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or ``None`` where the C library has none (macOS, musl)."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _trimmer()
+_trimmed = [0.0]  # when the free pages last went back
+_trim_lock = threading.Lock()
+
+
+def give_back_memory(now: float | None = None) -> bool:
+    """Give the C heap's free pages back to the system, unless that was done less than
+    :data:`TRIM_EVERY` seconds ago or the C library cannot; whether it was done."""
+    now = time.monotonic() if now is None else now
+    with _trim_lock:
+        if _TRIM is None or now - _trimmed[0] < TRIM_EVERY:
+            return False
+        _trimmed[0] = now
+    _TRIM(0)
+    return True
+
+
+def _then_give_back(work: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return work(*args)
+    finally:
+        give_back_memory()
 
 
 class Busy(Exception):
@@ -68,7 +110,7 @@ class WorkPool:
         loop = asyncio.get_running_loop()
         self.accepted += 1
         started = time.perf_counter()
-        future: Future = self._executor.submit(work, *args)
+        future: Future = self._executor.submit(_then_give_back, work, *args)
 
         def release(done: Future) -> None:
             self.accepted -= 1
