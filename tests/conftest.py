@@ -265,3 +265,16 @@ def prepared(root: Path) -> tuple[Path, Path, Path]:
     data = write_dataset(root / "data")
     prepare(data, root / "indexes", root / "models", verify=False)
     return data, root / "indexes", root / "models"
+
+
+def pdf_of(objects: list[bytes], root: int = 1) -> bytes:
+    """A PDF of ``objects`` (numbered from 1), its cross-reference table computed."""
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (n, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, root, xref)
+    return bytes(out)

@@ -157,13 +157,18 @@ def test_the_check_catches_what_it_guards(tmp_path: Path) -> None:
 MACHINE_PATH = re.compile(r"(?<![\w.~])/(?:work|tmp|root|home|Users|mnt|var/folders)/[\w.-]", re.I)
 
 
-def machine_paths(paths: list[Path]) -> list[str]:
-    """``file:line: path`` for every machine path in ``paths``."""
+def hits(pattern: re.Pattern[str], paths: list[Path]) -> list[str]:
+    """``file:line: text`` for every match of ``pattern`` in ``paths``."""
     found = []
     for path in paths:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            found += [f"{path.parent.name}/{path.name}:{number}: {m.group()}" for m in MACHINE_PATH.finditer(line)]
+            found += [f"{path.parent.name}/{path.name}:{number}: {m.group()}" for m in pattern.finditer(line)]
     return found
+
+
+def machine_paths(paths: list[Path]) -> list[str]:
+    """``file:line: path`` for every machine path in ``paths``."""
+    return hits(MACHINE_PATH, paths)
 
 
 def test_no_machine_path_in_the_readme_docs_or_results() -> None:
@@ -188,11 +193,7 @@ ISSUE_NUMBER = re.compile(r"\bissues?\s*#?\d+|(?<![\w&/])#\d+\b|_before_?\d+|\bb
 
 def issue_numbers(paths: list[Path]) -> list[str]:
     """``file:line: text`` for every issue number in ``paths``."""
-    found = []
-    for path in paths:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            found += [f"{path.parent.name}/{path.name}:{number}: {m.group()}" for m in ISSUE_NUMBER.finditer(line)]
-    return found
+    return hits(ISSUE_NUMBER, paths)
 
 
 def stored_results() -> list[Path]:

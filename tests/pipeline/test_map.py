@@ -25,6 +25,7 @@ from perspectrum.pipeline.map import MapSettings, build_map, key_point
 from perspectrum.pipeline.stages import Stance
 from perspectrum.text.mining import MinedUnit
 from perspectrum.text.reading import Skipped, read_documents, readable
+from tests.conftest import pdf_of
 
 runner = CliRunner()
 
@@ -41,15 +42,7 @@ def tiny_pdf(text: str) -> bytes:
                b"/Resources << /Font << /F1 5 0 R >> >> >>",
                b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
                b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for n, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (n, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_of(objects)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from perspectrum.text import reading
 from perspectrum.text.document import DocumentError
 from perspectrum.text.reading import Document, Skipped, pdf_text, read_documents, read_file
+from tests.conftest import pdf_of
 
 LETTER = "Chère Hélène, les zoos protègent les espèces menacées — « c’est vrai », dit-elle. Ça suffit."
 LATIN = "Ça m'intéresse: les zoos protègent les espèces; à bientôt, Hélène."
@@ -107,19 +108,6 @@ def test_an_html_page_past_the_element_limit_is_refused_before_it_is_parsed(tmp_
         read_file(page)
 
 
-def _pdf(objects: list[bytes], root: int = 1) -> bytes:
-    """A PDF of ``objects`` (numbered from 1), its cross-reference table computed."""
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for n, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (n, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, root, xref)
-    return bytes(out)
-
-
 FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
 
 
@@ -134,7 +122,7 @@ def _pages(count: int, declared: int | None = None, content: bytes = b"BT /F1 12
                b"<< /Length %d%s >>\nstream\n%s\nendstream" % (len(stream), filters, stream)]
     objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
                 b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (4 + count)] * count
-    return _pdf([*objects, FONT])
+    return pdf_of([*objects, FONT])
 
 
 def test_pdf_bombs_are_refused_in_one_line(tmp_path: Path) -> None:
@@ -152,9 +140,9 @@ def test_pdf_bombs_are_refused_in_one_line(tmp_path: Path) -> None:
     tree = [b"<< /Type /Catalog /Pages 2 0 R >>"]
     tree += [b"<< /Type /Pages /Kids [%d 0 R] /Count 1 >>" % (3 + n) for n in range(depth)]
     tree += [b"<< /Type /Page /MediaBox [0 0 612 792] >>"]
-    cases["deep.pdf"] = (_pdf(tree), "PDF")
+    cases["deep.pdf"] = (pdf_of(tree), "PDF")
     # an array nested 100,000 deep where the page count should be
-    cases["nested.pdf"] = (_pdf([b"<< /Type /Catalog /Pages 2 0 R >>",
+    cases["nested.pdf"] = (pdf_of([b"<< /Type /Catalog /Pages 2 0 R >>",
                                  b"<< /Type /Pages /Kids [] /Count " + b"[" * 100_000 + b"]" * 100_000 + b" >>"]),
                            "PDF")
     for name, (data, why) in cases.items():
