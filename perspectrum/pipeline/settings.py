@@ -152,8 +152,7 @@ def stage_settings(tuned: Mapping[str, Mapping[str, Any]], sources: Mapping[str,
         if stage.model:
             missing = [n for n in chosen_by(stage, MODEL) if n not in out[stage.name]]
             if missing:
-                where = next(iter(sources.get(stage.model, {}).values()), ("the models' settings",))[0]
-                raise PerspectrumError(f"{where} is damaged (no setting {missing[0]!r}): run `perspectrum train "
+                raise PerspectrumError(f"{_file_of(sources.get(stage.model, {}))} is damaged (no setting {missing[0]!r}): run `perspectrum train "
                                        f"{stage.model} --tune-only` to choose its cut-offs again")
     for name, values in (*structural.items(), *overrides.items()):
         out[name].update(values)
@@ -168,12 +167,11 @@ def _stored(stage: type[Stage], section: str, values: Any, sources: Mapping[str,
             ) -> dict[str, Any]:
     """The values stored under ``section`` that ``stage`` reads, each checked (see :func:`stage_settings`)."""
     if not isinstance(values, Mapping):
-        where = next(iter(sources.values()), ("the models' settings",))[0]
-        raise PerspectrumError(f"{where}: the {section} settings must be a JSON object, not {reprlib.repr(values)}")
-    kept = {}
+        raise PerspectrumError(f"{_file_of(sources)}: the {section} settings must be a JSON object, not {reprlib.repr(values)}")
+    kept, model_keys = {}, chosen_by(stage, MODEL)
     for key, value in values.items():  # as stored: a model's cut-offs, then the pipeline file's
         where, who = sources.get(key, ("the models' settings", ""))
-        if who == MODEL and key not in chosen_by(stage, MODEL):
+        if who == MODEL and key not in model_keys:
             continue  # the tuning grid's own keys
         try:
             check_stage(stage, section, {key: value}, where, PIPELINE if who == PIPELINE else None)
@@ -184,6 +182,11 @@ def _stored(stage: type[Stage], section: str, values: Any, sources: Mapping[str,
             raise
         kept[key] = value
     return kept
+
+
+def _file_of(sources: Mapping[str, tuple[object, str]]) -> object:
+    """The file a section's settings came from (any of its keys'), or what to call them without one."""
+    return next(iter(sources.values()), ("the models' settings",))[0]
 
 
 __all__ = ["BY_MODEL", "BY_STAGE", "UnknownSetting", "check_settings", "check_stage", "chosen_by", "configure", "defaults",
