@@ -188,6 +188,10 @@ def matched(results: Iterable[ArgumentMatch]) -> Table:
     return table
 
 
+#: Documents named in a map table's "made by" column; the rest are counted (``--json`` lists all).
+MADE_BY_SHOWN = 3
+
+
 def mapped(result: PerspectiveMap) -> RenderableType:
     """A :class:`~perspectrum.pipeline.map.PerspectiveMap` as tables: the perspectives
     the documents take, most prevalent first (side, key point, documents, share), then
@@ -195,12 +199,14 @@ def mapped(result: PerspectiveMap) -> RenderableType:
     def table(title: str, rows: list[MappedPerspective]) -> Table:
         out = Table(title=literal(title, "table.title"), title_justify="left")
         for column, justify in (("#", "right"), ("side", "left"), ("perspective (key point)", "left"),
-                                ("documents", "right"), ("share", "right")):
+                                ("documents", "right"), ("share", "right"), ("made by", "left")):
             out.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
         for n, found in enumerate(rows, 1):
             shown = f"{found.side} {found.confidence:.0%}" if found.side != "unclear" else "side unclear"
+            names = ", ".join(found.made_by[:MADE_BY_SHOWN]) + (
+                f" and {len(found.made_by) - MADE_BY_SHOWN} more" if len(found.made_by) > MADE_BY_SHOWN else "")
             out.add_row(str(n), Text(shown, style=COLOUR[found.side]), literal(found.key_point),
-                        f"{found.documents} ({counted(found.units, 'unit')})", f"{found.share:.0%}")
+                        f"{found.documents} ({counted(found.units, 'unit')})", f"{found.share:.0%}", literal(names))
         return out
 
     if not result.perspectives and not result.also_mentioned:

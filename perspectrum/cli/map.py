@@ -82,6 +82,8 @@ def map_pile(
 
     console.print(mapped(result))
     others = f", {len(encodings)} not in UTF-8" if encodings else ""
+    copies = sum(len(v) for v in result.duplicates.values())
+    others += f", {copies:,} near-{'copy' if copies == 1 else 'copies'} of another counted once" if copies else ""
     console.print(f"{counted(result.documents, 'document')} read ({len(skipped)} skipped{others}), "
                   f"{counted(result.units, 'argument unit')}, {counted(len(result.perspectives), 'perspective')} "
                   f"and {len(result.also_mentioned)} also mentioned in {result.seconds:.1f} s", markup=False)

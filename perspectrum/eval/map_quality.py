@@ -54,6 +54,7 @@ from perspectrum.text.mining import MinedUnit
 SEED = 13
 #: Figures given in percent.
 SHARES = ("coverage", "purity", "purity_shown", "side_accuracy", "side_accuracy_on_a_side", "f1", "unclear",
+          "quoted_share", "doc_side_accuracy", "doc_side_on_a_side",
           "argkp_map_strict", "argkp_map_relaxed", "argkp_map", "argkp_predicted")
 #: Of each topic and stance's predictions, the top share by score that ArgKP-2021's mAP reads.
 TOP_SHARE = 0.5
@@ -138,7 +139,8 @@ def score_pile(dataset: Dataset, pile: Pile, found: Sequence[MappedPerspective],
                     predicted[doc] = (pair.get((p, k), 0.0), k)
     argkp = [(f"{claim.cid}:{claim.clusters[k].stance}", score, k in pile.citing.get(doc, ()),
               k in pile.citing.get(doc, ()) or doc in pile.citing) for doc, (score, k) in predicted.items()]
-    return {"clusters": len(with_evidence), "covered": len(covered), "perspectives": len(found),
+    return {**document_counts(pile, found), "clusters": len(with_evidence), "covered": len(covered),
+            "perspectives": len(found),
             "pure": sum(pure(p) for p in found), "shown": sum(p.documents >= 2 for p in found),
             "pure_shown": sum(pure(p) for p in found if p.documents >= 2),
             "matched": len(best), "right": sum(a == b for a, b in sides),
@@ -148,11 +150,46 @@ def score_pile(dataset: Dataset, pile: Pile, found: Sequence[MappedPerspective],
             "paragraphs": len(pile.documents), "argkp": argkp}
 
 
+def owner(pile: Pile, perspective: MappedPerspective) -> int | None:
+    """The gold cluster whose evidence most of a perspective's documents are (ties: the first),
+    or ``None`` when most are not the claim's evidence."""
+    held = [k for doc in perspective.made_by for k in pile.citing.get(doc, ())]
+    if 2 * sum(doc in pile.citing for doc in perspective.made_by) <= len(perspective.made_by) or not held:
+        return None
+    return max(sorted(set(held)), key=held.count)
+
+
+def document_counts(pile: Pile, found: Sequence[MappedPerspective]) -> dict[str, Any]:
+    """What a map does with each document, read from the gold evidence alone (no judge): see
+    :func:`figures` (``quoted_share``, ``per_gold_*``, ``doc_side_*``, ``cluster_counts``)."""
+    claim = pile.claim
+    shown = [p for p in found if p.documents >= 2]
+    also = [p for p in found if p.documents < 2]
+    clusters = [k for k, cluster in enumerate(claim.clusters) if cluster.evidence]
+    stance = {k: "support" if claim.clusters[k].stance == "SUPPORT" else "undermine" for k in clusters}
+    quoted = {doc for p in shown for doc in p.made_by if doc in pile.citing}
+    doc_side = [(p.side, {stance[k] for k in pile.citing[doc]}) for p in shown for doc in p.made_by
+                if doc in pile.citing]
+    doc_side = [(shown_side, next(iter(gold))) for shown_side, gold in doc_side if len(gold) == 1]
+    owners_shown = [owner(pile, p) for p in shown]
+    owners_also = [owner(pile, p) for p in also]
+    largest: dict[int, int] = {}
+    for p, k in zip(shown, owners_shown):
+        if k is not None:
+            largest[k] = max(largest.get(k, 0), sum(k in pile.citing.get(doc, ()) for doc in p.made_by))
+    return {"gold_documents": len(pile.citing), "quoted": len(quoted),
+            "owned_shown": sum(k is not None for k in owners_shown), "owned_also": sum(k is not None for k in owners_also),
+            "gold_clusters": len(clusters), "doc_sides": len(doc_side),
+            "doc_right": sum(a == b for a, b in doc_side), "doc_on_a_side": sum(a != "unclear" for a, _ in doc_side),
+            "doc_right_on_a_side": sum(a == b for a, b in doc_side if a != "unclear"),
+            "cluster_counts": [(n, len(claim.clusters[k].evidence)) for k, n in largest.items()]}
+
+
 def figures(counts: Sequence[dict[str, Any]]) -> dict[str, float]:
     """The module docstring's figures (fractions) from :func:`score_pile` counts."""
     from scipy.stats import spearmanr
 
-    summed = [key for key in (counts[0] if counts else {}) if key not in ("prevalence", "argkp")]
+    summed = [key for key in (counts[0] if counts else {}) if key not in ("prevalence", "argkp", "cluster_counts")]
     total = {key: sum(c[key] for c in counts) for key in summed}
     pairs = [pair for c in counts for pair in c["prevalence"]]
     rho = float(spearmanr(*zip(*pairs)).statistic) if len(pairs) > 2 and len({a for a, _ in pairs}) > 1 else 0.0
@@ -165,8 +202,37 @@ def figures(counts: Sequence[dict[str, Any]]) -> dict[str, float]:
             "unclear": 1 - total.get("on_a_side", 0) / max(1, total.get("matched", 0)),
             "spearman": round(rho, 4), "prevalence_pairs": float(len(pairs)),
             "perspectives_per_claim": total.get("perspectives", 0) / max(1, len(counts)),
+            **judge_free(counts, total),
             **argkp_map([row for c in counts for row in c.get("argkp", ())], total.get("paragraphs", 0)),
             "claims": float(len(counts))}
+
+
+def judge_free(counts: Sequence[dict[str, Any]], total: dict[str, Any]) -> dict[str, float]:
+    """The figures read from the gold evidence alone (:func:`document_counts`):
+
+    - ``quoted_share``: of the gold evidence paragraphs, the share a main-list perspective (made by
+      ≥ 2 documents) quotes;
+    - ``per_gold_shown`` / ``per_gold_also``: main-list / also-mentioned perspectives owned by a gold
+      cluster (most of their documents are its evidence), per gold cluster with evidence;
+    - ``doc_side_accuracy`` (strict: "unclear" is wrong) and ``doc_side_on_a_side``: the side of
+      every quoted gold paragraph (its main-list perspective's side against the stance of the
+      cluster it is evidence for; a paragraph cited by clusters of both stances is left out);
+    - ``cluster_spearman``: over gold clusters some main-list perspective owns, Spearman between the
+      evidence paragraphs of the cluster its largest such perspective quotes and the cluster's
+      evidence count (each cluster once, however many pieces the map cut it into)."""
+    from scipy.stats import spearmanr
+
+    if "gold_documents" not in total:
+        return {}
+    pairs = [pair for c in counts for pair in c.get("cluster_counts", ())]
+    rho = (float(spearmanr(*zip(*pairs)).statistic)
+           if len(pairs) > 2 and len({a for a, _ in pairs}) > 1 and len({b for _, b in pairs}) > 1 else 0.0)
+    return {"quoted_share": total["quoted"] / max(1, total["gold_documents"]),
+            "per_gold_shown": total["owned_shown"] / max(1, total["gold_clusters"]),
+            "per_gold_also": total["owned_also"] / max(1, total["gold_clusters"]),
+            "doc_side_accuracy": total["doc_right"] / max(1, total["doc_sides"]),
+            "doc_side_on_a_side": total["doc_right_on_a_side"] / max(1, total["doc_on_a_side"]),
+            "cluster_spearman": round(rho, 4), "cluster_pairs": float(len(pairs))}
 
 
 def argkp_map(rows: Sequence[tuple[str, float, bool, bool]], paragraphs: int = 0) -> dict[str, float]:

@@ -33,18 +33,18 @@ import numpy as np
 from perspectrum._progress import progress
 from perspectrum.encoders.bi_encoder import Encoder
 from perspectrum.errors import PerspectrumError
-from perspectrum.models.rules import blend, cluster_support, groups, split_sides
+from perspectrum.models.rules import blend, groups, split_sides
 from perspectrum.models.scorers import Scorers
 from perspectrum.pipeline.mine import mine
 from perspectrum.pipeline.results import side
 from perspectrum.pipeline.stages import ClusterStage, Stance
 from perspectrum.text.document import check_document
+from perspectrum.text.duplicates import copies_of, near_duplicates
 from perspectrum.text.mining import MinedUnit, MineSettings
-from perspectrum.text.polarity import takes_no_side
+from perspectrum.text.key_points import rules_broken
 
-#: Words a key point reads best in: shorter units rarely state a whole perspective, longer
-#: ones carry more than one.
-READABLE_WORDS = (6, 30)
+#: Groups each group's key point is compared with in the second pass (the nearest by cosine).
+NEAR_GROUPS = 5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,12 +60,21 @@ class MapSettings:
             pairs keep their cosine share alone (0: cosine only).
         min_documents: a perspective fewer documents make is "also mentioned" (when at
             least that many documents were read).
+        join: blended similarity of two groups' key points at or above which they become one
+            perspective (``None``: groups are not joined); see :func:`second_pass`.
+        adopt: blended similarity of a thin group's unit to a fuller perspective's key point at
+            or above which the thin group joins it (``None``: never).
+        disagree: show a perspective as "side unclear" when its units' vote and its key point's own
+            stance (P(support) against the stance cut) lean to opposite sides.
     """
 
     threshold: float | None = None
     weight: float | None = None
     neighbours: int = 10
     min_documents: int = 2
+    join: float | None = None
+    adopt: float | None = None
+    disagree: bool = True
 
 
 #: Most units grouped at once: the similarity matrix is dense (units², 8 bytes each: 200 MB
@@ -100,7 +109,8 @@ class MappedPerspective:
         side: ``"support"``, ``"undermine"`` or ``"unclear"`` (calibrated P(support) within
             the pipeline's unclear band of 0.5).
         confidence: calibrated probability of the side shown (of support when unclear).
-        documents: how many documents make it; ``share``: of the documents read.
+        documents: how many documents make it (a document that makes it twice counts once);
+            ``share``: of the documents read; ``made_by``: their ids, in the quotes' order.
         quotes: every unit that makes it, key point first, then by document and offset.
     """
 
@@ -111,10 +121,12 @@ class MappedPerspective:
     units: int
     share: float
     quotes: tuple[Quote, ...]
+    made_by: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["quotes"] = [q.to_dict() for q in self.quotes]
+        out["made_by"] = list(self.made_by)
         return out
 
 
@@ -123,7 +135,9 @@ class PerspectiveMap:
     """What :meth:`perspectrum.Pipeline.map` answers: ``perspectives`` (made by at least
     ``min_documents`` documents, most prevalent first) and ``also_mentioned`` (the rest),
     with how many documents and units were read and what was skipped; ``encodings`` names the
-    encoding of each document read from a file not in UTF-8 (by document id)."""
+    encoding of each document read from a file not in UTF-8 (by document id). ``duplicates``
+    holds the near-copies found (:func:`perspectrum.text.duplicates.near_duplicates`: the first
+    document's id → its copies' ids): a copy is read but not mined, so it never counts twice."""
 
     claim: str
     documents: int
@@ -134,10 +148,12 @@ class PerspectiveMap:
     settings: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     encodings: dict[str, str] = field(default_factory=dict)
+    duplicates: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"claim": self.claim, "documents": self.documents, "units": self.units,
-               "skipped": list(self.skipped), "perspectives": [p.to_dict() for p in self.perspectives],
+               "skipped": list(self.skipped), "duplicates": {k: list(v) for k, v in self.duplicates.items()},
+               "perspectives": [p.to_dict() for p in self.perspectives],
                "also_mentioned": [p.to_dict() for p in self.also_mentioned], "settings": dict(self.settings),
                "seconds": round(self.seconds, 2)}
         if self.encodings:  # only when a document was not UTF-8: a UTF-8 pile's answer is as it always was
@@ -169,16 +185,112 @@ def similarities(claim: str, texts: Sequence[str], vectors: np.ndarray, sides: S
 
 
 def key_point(members: Sequence[int], texts: Sequence[str], matrix: np.ndarray) -> int:
-    """The member that names a perspective: the most central (mean similarity to the
-    others), among those of a readable length if any, never a question or one that only
-    frames the debate unless all are; ties go to the earliest."""
-    def rank(i: int) -> tuple[bool, bool, float, int]:
-        words = len(texts[i].split())
-        states = not takes_no_side(texts[i]) and not texts[i].rstrip().endswith("?")
+    """The member that names a perspective: among those breaking the fewest key point rules
+    (:func:`perspectrum.text.key_points.rules_broken`: 6–25 words, no question, heading,
+    Markdown, framing or dangling pronoun), the most central (mean similarity to the others);
+    ties go to the earliest."""
+    def rank(i: int) -> tuple[int, float, int]:
         centre = float(np.mean([matrix[i, j] for j in members if j != i])) if len(members) > 1 else 1.0
-        return (states, READABLE_WORDS[0] <= words <= READABLE_WORDS[1], centre, -i)
+        return (-len(rules_broken(texts[i])), centre, -i)
 
     return max(members, key=rank)
+
+
+def group_support(supports: Sequence[float], threshold: float) -> float:
+    """A group's P(support): its units' P(support), each weighted by how far it lies from the
+    stance cut ``threshold`` (a unit the model is sure of outvotes two it is unsure of); the
+    plain mean when every unit sits on the cut."""
+    weights = np.abs(np.asarray(supports, dtype=np.float64) - threshold)
+    if float(weights.sum()) <= 0:
+        return float(np.mean(supports))
+    return float(np.average(supports, weights=weights))
+
+
+def _joined(pairs: Sequence[tuple[float, int, int]], clusters: list[list[int]], leaning: Sequence[int]
+            ) -> list[list[int]]:
+    """``clusters`` after joining each pair (score, a, b) of cluster indices, best first, when
+    the two groups they now belong to do not lean to opposite sides."""
+    root = list(range(len(clusters)))
+
+    def find(a: int) -> int:
+        while root[a] != a:
+            root[a] = root[root[a]]
+            a = root[a]
+        return a
+
+    side = list(leaning)
+    for _, a, b in sorted(pairs, key=lambda t: (-t[0], t[1], t[2])):
+        ra, rb = find(a), find(b)
+        if ra == rb or side[ra] * side[rb] < 0:
+            continue
+        big, small = (ra, rb) if (len(clusters[ra]), -ra) >= (len(clusters[rb]), -rb) else (rb, ra)
+        root[small] = big
+        clusters[big] = clusters[big] + clusters[small]
+        clusters[small] = []
+        side[big] = side[big] or side[small]
+    return [c for c in clusters if c]
+
+
+def second_pass(claim: str, clusters: list[list[int]], units: Sequence[tuple[str, MinedUnit]],
+                texts: Sequence[str], vectors: np.ndarray, matrix: np.ndarray, sides: Sequence[int],
+                equivalence: Callable[[list[tuple[str, str, str]]], np.ndarray], weight: float,
+                settings: MapSettings, least: int) -> list[list[int]]:
+    """The groups after the second pass: two groups whose key points the equivalence model
+    (blended with their cosine) scores at or above ``settings.join`` become one; then each group
+    made by fewer than ``least`` documents whose key point or any unit scores at or above
+    ``settings.adopt`` against a fuller group's key point joins the best such group. Groups
+    leaning to opposite sides never join."""
+    def leaning(members: list[int]) -> int:
+        held = [sides[i] for i in members]
+        votes = held.count(1) - held.count(-1)
+        return (votes > 0) - (votes < 0)
+
+    def documents(members: list[int]) -> int:
+        return len({units[i][0] for i in members})
+
+    def scored(asks: list[tuple[int, int, int, int]]) -> list[tuple[float, int, int]]:
+        """(a, b, unit of a, unit of b) → (blended score, a, b), asks whose cosine cannot reach are left out."""
+        if not asks:
+            return []
+        read = equivalence([(claim, texts[i], texts[j]) for _, _, i, j in asks])
+        return [(blend(float(score), float(vectors[i] @ vectors[j]), weight), a, b)
+                for (a, b, i, j), score in zip(asks, read)]
+
+    reach = NEAR_GROUPS
+    if settings.join is not None and len(clusters) > 1:
+        heads = [key_point(c, texts, matrix) for c in clusters]
+        head_vectors = vectors[heads]
+        cosine = head_vectors @ head_vectors.T
+        np.fill_diagonal(cosine, -2.0)
+        asks = sorted({(min(a, int(b)), max(a, int(b))) for a in range(len(clusters))
+                       for b in np.argsort(-cosine[a], kind="stable")[:reach]})
+        asks4 = [(a, b, heads[a], heads[b]) for a, b in asks
+                 if blend(1.0, float(cosine[a, b]), weight) >= settings.join]
+        found = [t for t in scored(asks4) if t[0] >= settings.join]
+        clusters = _joined(found, [list(c) for c in clusters], [leaning(c) for c in clusters])
+    if settings.adopt is not None and len(clusters) > 1:
+        full = [k for k, c in enumerate(clusters) if documents(c) >= least]
+        thin = [k for k, c in enumerate(clusters) if documents(c) < least]
+        if full and thin:
+            heads = {k: key_point(clusters[k], texts, matrix) for k in full}
+            head_vectors = vectors[[heads[k] for k in full]]
+            asks4 = []
+            for k in thin:
+                for i in clusters[k]:
+                    near = np.argsort(-(head_vectors @ vectors[i]), kind="stable")[:reach]
+                    asks4 += [(full[int(n)], k, heads[full[int(n)]], i) for n in near
+                              if blend(1.0, float(head_vectors[int(n)] @ vectors[i]), weight) >= settings.adopt]
+            best: dict[int, tuple[float, int]] = {}
+            for score, a, b in scored(asks4):
+                if score >= settings.adopt and (score, -a) > (best.get(b, (-1.0, 0))[0], -best.get(b, (-1.0, 0))[1]):
+                    best[b] = (score, a)
+            moved = [(score, a, b) for b, (score, a) in best.items()
+                     if leaning(clusters[a]) * leaning(clusters[b]) >= 0]
+            for _, a, b in sorted(moved, key=lambda t: t[2]):
+                clusters[a] = clusters[a] + clusters[b]
+                clusters[b] = []
+            clusters = [c for c in clusters if c]
+    return clusters
 
 
 def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callable[[list[str]], Any], documents: int,
@@ -187,7 +299,12 @@ def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callab
                                                                                list[MappedPerspective]]:
     """The perspectives and the also-mentioned of ``units`` ((document id, unit) pairs, whose
     texts ``encode`` turns into unit vectors), read from ``documents`` documents. ``stance`` is the
-    pipeline's stance stage: its ``threshold``, ``margin``, ``scale`` and ``unclear``."""
+    pipeline's stance stage: its ``threshold``, ``margin``, ``scale`` and ``unclear``.
+
+    Units are cut into groups (average linkage at ``threshold``, never confident opposites in one),
+    the groups joined by :func:`second_pass`, and each named by its :func:`key_point`. A group's
+    side is its units' confidence-weighted vote (:func:`group_support`), calibrated; shown as
+    "unclear" when the vote and its key point's own stance lean to opposite sides (``settings.disagree``)."""
     if not units:
         return [], []
     texts = [u.text for _, u in units]
@@ -196,18 +313,23 @@ def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callab
     vectors = np.asarray(encode(texts))
     matrix = similarities(claim, texts, vectors, sides, equivalence, weight, threshold, settings.neighbours)
     clusters = [part for g in groups(matrix, threshold) for part in split_sides(g, sides, matrix, threshold)]
+    least = settings.min_documents if documents >= settings.min_documents else 1
+    clusters = second_pass(claim, clusters, units, texts, vectors, matrix, sides, equivalence, weight, settings,
+                           least)
     found = []
     for members in clusters:
         head = key_point(members, texts, matrix)
-        q = stance.confidence(cluster_support([supports[i] for i in members], [sides[i] for i in members]))
+        q = stance.confidence(group_support([supports[i] for i in members], stance.threshold))
         shown = side(q, stance.unclear)
+        if settings.disagree and shown != "unclear" and (supports[head] >= stance.threshold) != (shown == "support"):
+            shown = "unclear"  # the units' vote and the key point itself lean to opposite sides
         order = [head, *sorted((i for i in members if i != head), key=lambda i: (units[i][0], units[i][1].start))]
         quotes = tuple(Quote(units[i][0], units[i][1].start, units[i][1].end, texts[i], supports[i]) for i in order)
-        made_by = len({units[i][0] for i in members})
-        found.append(MappedPerspective(texts[head], shown, round(q if shown != "undermine" else 1 - q, 4), made_by,
-                                       len(members), round(made_by / max(1, documents), 4), quotes))
+        made_by = tuple(dict.fromkeys(q.document for q in quotes))
+        confidence = q if shown == "support" else 1 - q if shown == "undermine" else q
+        found.append(MappedPerspective(texts[head], shown, round(confidence, 4), len(made_by),
+                                       len(members), round(len(made_by) / max(1, documents), 4), quotes, made_by))
     found.sort(key=lambda p: (-p.documents, -p.units, -p.confidence, p.key_point))
-    least = settings.min_documents if documents >= settings.min_documents else 1
     return [p for p in found if p.documents >= least], [p for p in found if p.documents < least]
 
 
@@ -230,7 +352,9 @@ def map_pile(texts: Mapping[str, str], claim: str, scorers: Scorers, encoder: En
              show_progress: bool = False) -> PerspectiveMap:
     """The map of ``texts`` (id → text, checked: :func:`check_documents`) for ``claim`` (checked).
 
-    Every document not in ``mined`` (units already mined, by id: a resumed run's, or another
+    Near-copies (:func:`perspectrum.text.duplicates.near_duplicates`) are collapsed into the first
+    of their group and reported: a copy is not mined, and shares are of the distinct documents.
+    Every other document not in ``mined`` (units already mined, by id: a resumed run's, or another
     machine's) is mined (:func:`perspectrum.pipeline.mine.mine`, the stance cut of ``stance``),
     and ``on_mined(id, units)`` called as its units are ready. Past :data:`MAX_MAP_UNITS` units,
     the most plainly argued are kept (in document order) and the rest counted. Units are grouped
@@ -242,9 +366,12 @@ def map_pile(texts: Mapping[str, str], claim: str, scorers: Scorers, encoder: En
     settings = settings or MapSettings()
     mined = mined or {}
     units: list[tuple[str, MinedUnit]] = []
-    to_mine = [doc_id for doc_id in texts if doc_id not in mined]
+    duplicates = near_duplicates(texts)
+    copies = copies_of(duplicates)
+    distinct = [doc_id for doc_id in texts if doc_id not in copies]
+    to_mine = [doc_id for doc_id in distinct if doc_id not in mined]
     with progress("mining the documents", len(to_mine), enabled=show_progress and bool(to_mine)) as advance:
-        for doc_id in texts:
+        for doc_id in distinct:
             if doc_id in mined:
                 found = list(mined[doc_id])
             else:
@@ -259,10 +386,11 @@ def map_pile(texts: Mapping[str, str], claim: str, scorers: Scorers, encoder: En
         units = [units[i] for i in sorted(best)]
     weight = cluster.weight if settings.weight is None else settings.weight
     threshold = max(0.0, cluster.threshold - LOWER) if settings.threshold is None else settings.threshold
-    shown, also = build_map(claim, units, encoder.encode, len(texts), scorers.equivalence, stance, settings, weight,
-                            threshold)
+    shown, also = build_map(claim, units, encoder.encode, len(distinct), scorers.equivalence, stance, settings,
+                            weight, threshold)
     return PerspectiveMap(claim, len(texts), len(units), shown, also,
                           [s.to_dict() if hasattr(s, "to_dict") else dict(s) for s in skipped],
                           {"threshold": round(threshold, 4), "weight": weight, "neighbours": settings.neighbours,
-                           "min_documents": settings.min_documents, "units_left_out": left_out},
-                          time.perf_counter() - started)
+                           "min_documents": settings.min_documents, "join": settings.join, "adopt": settings.adopt,
+                           "units_left_out": left_out},
+                          time.perf_counter() - started, duplicates=duplicates)

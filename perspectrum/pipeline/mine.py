@@ -14,37 +14,44 @@ import numpy as np
 from perspectrum.encoders.bi_encoder import Encoder
 from perspectrum.models.scorers import Scorers
 from perspectrum.text.document import split_sentences
+from perspectrum.text.key_points import is_heading
 from perspectrum.text.mining import (CENTRE_REACH, Candidates, MinedUnit, MineSettings, candidates, non_overlapping,
                                      paragraphs_of, word_count)
 
-__all__ = ["mine", "read_candidates"]
+__all__ = ["CLAUSE_REACH", "mine", "read_candidates"]
+
+#: How far above its sentence's cosine terms a clause's may reach: a sentence further below
+#: the cut than this offers no clause (see :func:`read_candidates`). Chosen on dev as the
+#: smallest reach that keeps every unit the full reading keeps (``eval/results/mine_reach_shipped_dev.json``).
+CLAUSE_REACH = 1.0
 
 
 def read_candidates(text: str, claim: str, scorers: Scorers, encoder: Encoder,
                     settings: MineSettings | None = None) -> Candidates:
-    """Every candidate unit of ``text`` (see :func:`perspectrum.text.mining.candidates`) with
-    the relevance model's score for ``claim`` and the cosine features: one encoder call (each distinct text once: a
-    sentence that is its own candidate is encoded once) and one relevance call.
+    """Every candidate unit of ``text`` (see :func:`perspectrum.text.mining.candidates`; never one in a
+    heading, :func:`perspectrum.text.key_points.is_heading`) with
+    the relevance model's score for ``claim`` and the cosine features: two encoder calls (the
+    claim and the sentences, then the clauses; each distinct text once) and one relevance call.
 
-    With ``settings``, the relevance model reads only the candidates that could reach
-    ``settings.threshold``: every score is in [0, 1], so a candidate whose other terms sum
-    below ``threshold − 1`` cannot, and its relevance is left at 0. What :func:`mine` keeps is
-    the same either way; without ``settings`` every candidate is read (dev tuning re-scores
-    the same candidates under many settings)."""
+    With ``settings``, less is read. A sentence's clauses are candidates only when the sentence's
+    own terms (relevance at its most, 1, plus its cosine terms) come within :data:`CLAUSE_REACH` of
+    ``settings.threshold``: most sentences of a long document are not arguments on the claim, and
+    their clauses are not encoded. The relevance model reads only the candidates that could reach
+    ``settings.threshold``: every score is in [0, 1], so a candidate whose other terms sum below
+    ``threshold − 1`` cannot, and its relevance is left at 0. Without ``settings`` every candidate
+    is read (dev tuning re-scores the same candidates under many settings)."""
     found = split_sentences(text)
-    offered = candidates(found)
-    spans = [span for _, span in offered]
-    sentence = [index for index, _ in offered]
-    if not spans:
+    headings = {i for i, sentence in enumerate(found) if is_heading(text, sentence)}
+    offered = [(i, span) for i, span in candidates(found) if i not in headings]  # a heading is no unit
+    if not offered:
         empty = np.zeros(0)
         return Candidates([], [], empty, empty, empty, empty, empty)
     sentence_text = [s.text for s in found]
-    distinct = list(dict.fromkeys([claim, *sentence_text, *(s.text for s in spans)]))
+    distinct = list(dict.fromkeys([claim, *sentence_text]))
     row = {t: i for i, t in enumerate(distinct)}
     encoded = np.asarray(encoder.encode(distinct), dtype=np.float64)
     claim_vector = encoded[row[claim]]
     sentence_vectors = encoded[[row[t] for t in sentence_text]]
-    span_vectors = encoded[[row[s.text] for s in spans]]
     starts = [para.start for para in paragraphs_of(text, found)]
     centres = np.zeros_like(sentence_vectors)
     for i in range(len(found)):
@@ -52,7 +59,19 @@ def read_candidates(text: str, claim: str, scorers: Scorers, encoder: Encoder,
                 if starts[j] == starts[i]]
         mean = sentence_vectors[near].mean(axis=0)
         centres[i] = mean / max(float(np.linalg.norm(mean)), 1e-12)
-    first = np.array([float(i == 0 or starts[i] != starts[i - 1]) for i in sentence])
+    opens = np.array([float(i == 0 or starts[i] != starts[i - 1]) for i in range(len(found))])
+    if settings is not None:  # clauses only of sentences whose own cosine terms come near the cut
+        near_cut = (1.0 + sentence_vectors @ claim_vector + settings.centre * np.einsum("ij,ij->i", sentence_vectors, centres)
+                    + settings.first * opens + CLAUSE_REACH >= settings.threshold)
+        offered = [(i, span) for i, span in offered if span == found[i] or near_cut[i]]
+    clauses = [t for t in dict.fromkeys(span.text for _, span in offered) if t not in row]
+    if clauses:
+        row.update({t: len(encoded) + n for n, t in enumerate(clauses)})
+        encoded = np.concatenate([encoded, np.asarray(encoder.encode(clauses), dtype=np.float64)])
+    spans = [span for _, span in offered]
+    sentence = [index for index, _ in offered]
+    span_vectors = encoded[[row[s.text] for s in spans]]
+    first = opens[sentence]
     relevance = np.zeros(len(spans))
     out = Candidates(spans, sentence, relevance, span_vectors @ claim_vector,
                      np.einsum("ij,ij->i", span_vectors, centres[sentence]), first,

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 from perspectrum.cli.app import app
 from perspectrum.errors import PerspectrumError
 from perspectrum.cli.map_page import map_page
-from perspectrum.pipeline.map import MapSettings, build_map, key_point
+from perspectrum.pipeline.map import MapSettings, build_map, group_support, key_point, map_pile
+from perspectrum.pipeline.stages import ClusterStage
 from perspectrum.pipeline.stages import Stance
 from perspectrum.text.mining import MinedUnit
 from perspectrum.text.reading import Skipped, read_documents, readable
@@ -152,6 +153,60 @@ def test_the_key_point_is_central_readable_and_takes_a_side() -> None:
     assert key_point([0, 1, 2, 3], texts, matrix) == 2  # not the question, not the one-word unit
     assert key_point([1, 3], texts, matrix) == 1  # equally short and central: the earliest
     assert key_point([0], texts, matrix) == 0
+
+
+def test_the_second_pass_joins_groups_whose_key_points_match_and_adopts_thin_groups() -> None:
+    models = WordModels()
+    units = [_unit("Zoos protect endangered species from dying out", "a"),
+             _unit("Zoos protect endangered species from dying out", "b"),
+             _unit("Zoos protect rare species", "c"), _unit("Zoos protect rare species", "d"),
+             _unit("Zoos protect the animals they keep", "e")]
+    # cut high: three groups (the wording of each pair, and one alone)
+    kept = build_map("Zoos should exist", units, models.encode, 5, models.equivalence, STANCE, MapSettings(), 0.5, 0.99)
+    assert sorted(p.documents for p in kept[0]) == [2, 2] and len(kept[1]) == 1
+    joined, also = build_map("Zoos should exist", units, models.encode, 5, models.equivalence, STANCE,
+                             MapSettings(join=0.6), 0.5, 0.99)
+    assert [p.documents for p in joined] == [4] and len(also) == 1  # the two groups are one point
+    assert set(joined[0].made_by) == {"a", "b", "c", "d"}
+    adopted, also = build_map("Zoos should exist", units, models.encode, 5, models.equivalence, STANCE,
+                              MapSettings(join=0.6, adopt=0.45), 0.5, 0.99)
+    assert [p.documents for p in adopted] == [5] and not also  # the single document joins it
+    # a thin group that matches nothing stays apart, and opposite sides never join
+    other = [*units, _unit("Animals suffer in small cages far from home", "f")]
+    shown, also = build_map("Zoos should exist", other, models.encode, 6, models.equivalence, STANCE,
+                            MapSettings(join=0.0, adopt=0.0), 0.5, 0.99)
+    assert [p.side for p in also] == ["undermine"] and all(p.side == "support" for p in shown)
+
+
+def test_a_group_side_is_its_units_confidence_weighted_vote_and_unclear_when_the_key_point_disagrees() -> None:
+    assert group_support([0.95, 0.45, 0.45], 0.5) > 0.5  # one sure unit outvotes two unsure ones
+    assert abs(group_support([0.5, 0.5], 0.5) - 0.5) < 1e-9
+    models = WordModels()
+    units = [("a", MinedUnit(0, 30, "Zoos protect endangered species very well indeed", 0.9, "support", 0.58, 0)),
+             ("b", MinedUnit(0, 30, "Zoos protect endangered species", 0.9, "undermine", 0.2, 0)),
+             ("c", MinedUnit(0, 30, "Zoos protect endangered species too", 0.9, "undermine", 0.2, 0))]
+    stance = Stance(threshold=0.5, margin=0.1, scale=1.0, unclear=0.0)
+    shown, _ = build_map("Zoos should exist", units, models.encode, 3, models.equivalence, stance, MapSettings(),
+                         0.5, 0.6)
+    assert len(shown) == 1 and shown[0].key_point == "Zoos protect endangered species very well indeed"
+    assert shown[0].side == "unclear"  # the vote undermines, the key point itself leans to support
+    shown, _ = build_map("Zoos should exist", units, models.encode, 3, models.equivalence, stance,
+                         MapSettings(disagree=False), 0.5, 0.6)
+    assert shown[0].side == "undermine"
+
+
+def test_near_copies_are_collapsed_reported_and_counted_once() -> None:
+    from tests.batch.map_fakes import WordEncoder, WordScorers
+
+    letter = ("Dear council, zoos protect endangered species from extinction and they deserve our support. "
+              "Please keep the zoo open for our children. Yours, ")
+    texts = {"1": letter + "Ann Smith", "2": letter + "Bob Jones", "3": "Zoos protect endangered species well.",
+             "4": "Animals suffer in small cages."}
+    found = map_pile(texts, "Zoos should exist", WordScorers(), WordEncoder(),
+                     Stance(threshold=0.5, margin=0.2, scale=1.0, unclear=0.0), ClusterStage(weight=0.5, threshold=0.5))
+    assert found.duplicates == {"1": ["2"]} and found.documents == 4
+    assert all("2" not in p.made_by for p in [*found.perspectives, *found.also_mentioned])
+    assert found.to_dict()["duplicates"] == {"1": ["2"]}
 
 
 def _args(trained_dir) -> list[str]:
