@@ -196,6 +196,8 @@ _START_TAG = re.compile(r"<[A-Za-z]")
 _MARKS = ((b"\xff\xfe\x00\x00", "utf-32", "UTF-32"), (b"\x00\x00\xfe\xff", "utf-32", "UTF-32"),
           (b"\xef\xbb\xbf", "utf-8-sig", "UTF-8"), (b"\xff\xfe", "utf-16", "UTF-16"),
           (b"\xfe\xff", "utf-16", "UTF-16"))
+#: The encodings text is read in, as :func:`decode` and :attr:`Document.encoding` name them.
+ENCODINGS = ("UTF-8", "UTF-16", "UTF-32", "Windows-1252")
 #: Most of a Windows-1252 reading's letters that may be accented: past it, the bytes are another
 #: encoding's (Cyrillic, Greek, Chinese…) read as accented Latin letters, and the file is skipped.
 MAX_ACCENTED_SHARE = 0.4
