@@ -1,8 +1,9 @@
 """The units file of a ``map`` run: every document's mined units, kept so a rerun resumes.
 
-**Layout**: JSONL. Its first line names the run, ``{"map_units": 1, "claim", "models"}``
+**Layout**: JSONL. Its first line names the run, ``{"map_units": 2, "claim", "models"}``
 (the claim as checked, and which models mined: :func:`models_of`). Each further line is one
-document's units, ``{"id", "sha256", "units", "sum"}``: its id, the SHA-256 of its text, its
+document's units, ``{"id", "sha256", "units", "sum"}``: its id (as
+:func:`perspectrum.text.reading.read_documents` names it), the SHA-256 of its text, its
 :class:`~perspectrum.text.mining.MinedUnit` records, and the SHA-256 of those records
 (:func:`units_line`; lines written before the sum was kept have none, and are read as they are). Lines are appended
 whole and put on disk (``fsync``) one by one (:func:`perspectrum._io.appending`),
@@ -15,6 +16,9 @@ mined, or an id twice is a one-line error, so units of one pile are never mixed 
 map. A line damaged in the middle of the file (not JSON, not a document's units, offsets that do
 not point into its document, units that do not match their sum) is a one-line error naming it, and
 the file is left as it is: nothing cut, nothing appended. A file emptied is said and mined afresh.
+Files of layout 1, written when documents were named by their file's path (``pile/a.txt``,
+``/data/answers.jsonl:7``), are read as well: resumed when each of their ids still names a
+document given (the text's SHA-256 still checked), else a one-line error that says so.
 However often a run is stopped and restarted, each document is mined once and its units are read
 back exactly.
 """
@@ -32,8 +36,11 @@ from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.pipeline import Pipeline
 from perspectrum.text.mining import MinedUnit
 
-#: The units file's layout version, in its first line.
-LAYOUT = 1
+#: The units file's layout version, in its first line: 2 since documents are named as the user
+#: named them; 1 named them by their file's path, and is still read (:func:`read_units`).
+LAYOUT = 2
+#: Layouts read.
+READ_LAYOUTS = (1, 2)
 
 
 def digest(text: str) -> str:
@@ -101,11 +108,13 @@ def read_units(path: str | Path, claim: str, models: str, texts: Mapping[str, st
     found: dict[str, list[MinedUnit]] = {}
     _check_opening(path)
     not_ours = f"{path} is not a map units file; give --units a new file or one an earlier map run wrote"
+    layout = LAYOUT
     for line, row in complete_lines(path, "units file"):
         where = f"{path}, line {line}"
         if line == 1:
-            if not isinstance(row, dict) or row.get("map_units") != LAYOUT:
+            if not isinstance(row, dict) or row.get("map_units") not in READ_LAYOUTS:
                 raise PerspectrumError(not_ours)
+            layout = row["map_units"]
             if row.get("claim") != claim:
                 raise PerspectrumError(f"{path} holds the units of another claim ({row.get('claim')!r}); "
                                        "give --units a new file")
@@ -121,6 +130,10 @@ def read_units(path: str | Path, claim: str, models: str, texts: Mapping[str, st
             raise PerspectrumError(damaged.format("not a document's units")) from None
         if "sum" in row and row["sum"] != units_sum(row["units"]):
             raise PerspectrumError(damaged.format("its units do not match their sum"))
+        if doc_id not in texts and layout == 1:
+            raise PerspectrumError(f"{where}: document {doc_id!r} is not among those given: this file was written "
+                                   "when documents were named by their file's path (now a file in a folder by its "
+                                   "path there, a JSONL record by its id); give --units a new file")
         if doc_id not in texts:
             raise PerspectrumError(f"{where}: document {doc_id!r} is not among those given; are these the "
                                    "units of another pile?")

@@ -17,7 +17,8 @@ from perspectrum.errors import PerspectrumError
 def map_pile(
     documents: Annotated[list[Path], typer.Argument(
         help="Files, folders (read whole) or JSONL files of {\"id\", \"text\"} records: plain text, Markdown, "
-             "HTML or PDF.", show_default=False)],
+             "HTML or PDF. Documents are named as given: a file in a folder by its path there, a record by its id.",
+        show_default=False)],
     claim: Annotated[Optional[str], typer.Option("--claim", help="The claim the documents argue about.",
                                                  show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the map as JSON.")] = False,

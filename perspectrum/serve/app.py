@@ -15,7 +15,8 @@ exactly the JSON of ``discover --json`` (:meth:`~perspectrum.pipeline.results.Di
 and claims are refused by the CLI's rules (:func:`~perspectrum.pipeline.pipeline.check_claim`).
 ``/map`` answers with exactly the JSON of ``map --json``
 (:meth:`~perspectrum.pipeline.map.PerspectiveMap.to_dict`) for a pile of documents sent in
-the body, each checked as ``mine`` checks one; ``/map`` (GET) is the page that sends them.
+the body, each checked as ``mine`` checks one (``encodings`` from what the sender says each file
+was read in); ``/map`` (GET) is the page that sends them.
 
 Off loopback a bearer token is required (:func:`~perspectrum.serve.guard.check_bind`): every
 request but ``/health`` must carry it, as an ``Authorization: Bearer`` header or as the session
@@ -269,6 +270,7 @@ def create_app(pipeline: Pipeline, settings: ServeSettings = ServeSettings()) ->
                                                on_mined=stopped), request=request, stop=stop)
         if isinstance(found, Response):
             return found
+        found.encodings = body.encodings()  # as `map --json` names them
         return JSONResponse(found.to_dict())
 
     @app.post("/search", response_model=list[HitOut], responses=answers,

@@ -39,6 +39,9 @@ MAX_TOP = 100
 MAX_MAP_DOCUMENTS = 200
 #: Longest document id in ``POST /map`` (a file name, a respondent's number).
 MAX_DOCUMENT_ID_CHARS = 200
+#: The encodings a ``POST /map`` document may say it was read in: those ``perspectrum map``
+#: reads files in (:data:`perspectrum.text.reading.ENCODINGS`).
+Encoding = Literal["UTF-8", "UTF-16", "UTF-32", "Windows-1252"]
 
 
 class DiscoverRequest(BaseModel):
@@ -85,6 +88,10 @@ class MapDocument(BaseModel):
     text: str = Field(description=f"The document (at most {MAX_DOCUMENT_CHARS:,} characters, with words); "
                                   "quotes' offsets index it as sent.",
                       json_schema_extra={"minLength": 1, "maxLength": MAX_DOCUMENT_CHARS})
+    encoding: Encoding | None = Field(None, description="The encoding of the file the text was read from, when "
+                                                        "the sender read one (the page says it for the files it "
+                                                        "reads); one not UTF-8 is named in the answer's "
+                                                        "`encodings`, as `map --json` names it.")
 
 
 class MapRequest(BaseModel):
@@ -126,6 +133,11 @@ class MapRequest(BaseModel):
             first[document.id] = number
         return claim, texts
 
+    def encodings(self) -> dict[str, str]:
+        """The encoding of each document read from a file not in UTF-8, by id (the answer's
+        ``encodings``, as ``map --json`` has them)."""
+        return {d.id: d.encoding for d in self.documents if d.encoding is not None and d.encoding != "UTF-8"}
+
 
 class QuoteOut(BaseModel):
     document: str = Field(description="the id of the document quoted")
@@ -163,6 +175,9 @@ class MapOut(BaseModel):
     also_mentioned: list[MappedPerspectiveOut] = Field(description="made by fewer documents")
     settings: dict[str, Any]
     seconds: float
+    encodings: dict[str, Encoding] | None = Field(None, description="document id → the encoding its file was read "
+                                                                    "in, for each not in UTF-8; left out when all "
+                                                                    "were")
 
 
 class PhrasingOut(BaseModel):

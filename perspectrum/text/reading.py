@@ -18,9 +18,15 @@ folder (a larger folder is refused whole, in one line), folders linked to are no
 without recursion (any depth reads in time linear in its size), and a PDF is read only up to
 :data:`MAX_PDF_PAGES` pages, with pypdf's limits on page trees and decompressed streams lowered.
 
+Documents are named as the user named them (:func:`read_documents`): a file given by its path
+as given, a file found in a folder given by its path in that folder (``sub/a.txt``, with ``/``
+between folders whatever the system), a JSONL record by its own id. A name taken already is
+qualified (``answers.jsonl:7``), so no two documents share one and none is merged or dropped.
+
 A file that cannot be read (empty, binary, too long, damaged, an unknown kind) is not an
-error for the pile: it is skipped with one line saying why (:class:`Skipped`), and the
-caller counts it. Only a pile with nothing readable at all is an error.
+error for the pile: it is skipped with one line saying why (:class:`Skipped`, which names the
+file by its path, ``FOLDER/FILE``, so it can be found), and the caller counts it. Only a pile
+with nothing readable at all is an error.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import re
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +70,8 @@ _BLOCKS = ("p", "div", "li", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "
 
 @dataclass(frozen=True)
 class Document:
-    """One readable text: ``id`` (the file's path as given, or ``FILE:ID`` for a JSONL
-    record) and ``text``, which answers' character offsets index."""
+    """One readable text: ``id`` (its name, unique in the pile: see :func:`read_documents`)
+    and ``text``, which answers' character offsets index."""
 
     id: str
     text: str
@@ -190,6 +196,8 @@ _START_TAG = re.compile(r"<[A-Za-z]")
 _MARKS = ((b"\xff\xfe\x00\x00", "utf-32", "UTF-32"), (b"\x00\x00\xfe\xff", "utf-32", "UTF-32"),
           (b"\xef\xbb\xbf", "utf-8-sig", "UTF-8"), (b"\xff\xfe", "utf-16", "UTF-16"),
           (b"\xfe\xff", "utf-16", "UTF-16"))
+#: The encodings text is read in, as :func:`decode` and :attr:`Document.encoding` name them.
+ENCODINGS = ("UTF-8", "UTF-16", "UTF-32", "Windows-1252")
 #: Most of a Windows-1252 reading's letters that may be accented: past it, the bytes are another
 #: encoding's (Cyrillic, Greek, Chinese…) read as accented Latin letters, and the file is skipped.
 MAX_ACCENTED_SHARE = 0.4
@@ -298,9 +306,19 @@ def _lines(handle: Any, cap: int) -> Iterator[str | None]:
             yield line
 
 
+def record_id(record: dict[str, Any], line: int) -> str:
+    """A JSONL record's id as written: a string as it is, any other JSON value as JSON
+    (``7``, ``true``); a record without one (or with ``null`` or a blank string) takes its line number."""
+    given = record.get("id")
+    if given is None or (isinstance(given, str) and not given.strip()):
+        return str(line)
+    return given if isinstance(given, str) else json.dumps(given, ensure_ascii=False)
+
+
 def _records(path: Path, limit: int) -> Iterator[Document | Skipped]:
-    """A JSONL file's ``{"id", "text"}`` records as documents; a bad line is skipped (one
-    longer than a record of ``limit`` characters could be is skipped unread)."""
+    """A JSONL file's ``{"id", "text"}`` records as documents, each named by its id
+    (:func:`record_id`); a bad line is skipped, and so is a record whose id an earlier record
+    of the file has (one longer than a record of ``limit`` characters could be is skipped unread)."""
     seen: set[str] = set()
     cap = 8 * limit + 1024  # a record's text, every character escaped, and its id
     try:
@@ -325,9 +343,9 @@ def _records(path: Path, limit: int) -> Iterator[Document | Skipped]:
                 if not isinstance(record, dict) or not isinstance(record.get("text"), str):
                     yield Skipped(where, 'not a {"id", "text"} record')
                     continue
-                doc_id = f"{path}:{record['id'] if 'id' in record else n}"
+                doc_id = record_id(record, n)
                 if doc_id in seen:
-                    yield Skipped(where, f"the id {record.get('id')!r} was used before in this file")
+                    yield Skipped(where, f"the id {doc_id!r} was used before in this file")
                     continue
                 seen.add(doc_id)
                 try:
@@ -398,15 +416,18 @@ def _folder(folder: Path, max_files: int) -> Iterator[Path | Skipped]:
     yield from sorted(notes, key=lambda note: note.source)
 
 
-def _files(paths: Iterable[str | Path], max_files: int = MAX_PILE_FILES) -> Iterator[Path | Skipped]:
-    """The files named, and those under the folders named (:func:`_folder`)."""
+def _files(paths: Iterable[str | Path], max_files: int = MAX_PILE_FILES) -> Iterator[tuple[Path, str] | Skipped]:
+    """The files named, and those under the folders named (:func:`_folder`), each with the
+    name its documents take: a file's path as given, a found file's path in its folder (``/``
+    between folders)."""
     for given in paths:
         path = Path(given)
         try:
             if path.is_dir():
-                yield from _folder(path, max_files)
+                for found in _folder(path, max_files):
+                    yield found if isinstance(found, Skipped) else (found, found.relative_to(path).as_posix())
             elif path.is_file():
-                yield path
+                yield path, str(path)
             elif path.is_symlink():
                 yield Skipped(str(path), _link_why(path) or "cannot be read")
             elif path.exists():
@@ -417,22 +438,55 @@ def _files(paths: Iterable[str | Path], max_files: int = MAX_PILE_FILES) -> Iter
             yield Skipped(str(path), _why(exc))
 
 
+def _named(document: Document, names: Iterable[str], taken: set[str]) -> Document:
+    """``document`` under the first of ``names`` not yet ``taken`` (past them all, the last
+    with `` (2)``, `` (3)``… added), which is now taken."""
+    tried = list(dict.fromkeys(names))
+    name = next((n for n in tried if n not in taken), None)
+    if name is None:
+        count = 2
+        while f"{tried[-1]} ({count})" in taken:
+            count += 1
+        name = f"{tried[-1]} ({count})"
+    taken.add(name)
+    return document if name == document.id else replace(document, id=name)
+
+
 def read_documents(paths: Iterable[str | Path], limit: int = MAX_DOCUMENT_CHARS,
                    max_files: int = MAX_PILE_FILES) -> Iterator[Document | Skipped]:
     """Every document in ``paths`` (files, folders, JSONL files), one at a time, in order,
     with a :class:`Skipped` for each thing that could not be read; at most ``max_files``
     files from a folder. Streams: nothing is held beyond the document being read (and a
-    folder's list of names)."""
+    folder's list of names, and the names taken).
+
+    Each document is named as the user named it, and no two alike: a file given, by its path
+    as given (``notes/a.txt``); a file found in a folder given, by its path in that folder
+    (``sub/a.txt``); a JSONL record, by its id (:func:`record_id`). A document whose name an
+    earlier one has is named by the first of these not taken: a record ``FILE:ID`` (its file
+    named as a file is), then ``PATH:ID`` (its file's path as given, folder and all); a found
+    file ``FOLDER/FILE`` (its path as given); past those, `` (2)``, `` (3)``… is added. A file
+    given twice (named, or in a folder named) is read once, and the second time said skipped."""
+    taken: set[str] = set()
+    read: set[str] = set()
     for item in _files(paths, max_files):
         if isinstance(item, Skipped):
             yield item
-        elif item.suffix.lower() in JSONL_SUFFIXES:
-            yield from _records(item, limit)
+            continue
+        path, name = item
+        where = os.path.abspath(path)
+        if where in read:
+            yield Skipped(str(path), "given more than once; read once")
+            continue
+        read.add(where)
+        if path.suffix.lower() in JSONL_SUFFIXES:
+            for found in _records(path, limit):
+                yield found if isinstance(found, Skipped) else _named(
+                    found, (found.id, f"{name}:{found.id}", f"{path}:{found.id}"), taken)
         else:
             try:
-                yield read_file(item, limit)
+                yield _named(read_file(path, limit), (name, str(path)), taken)
             except DocumentError as exc:
-                yield Skipped(str(item), str(exc).removeprefix(f"{item}: "))
+                yield Skipped(str(path), str(exc).removeprefix(f"{path}: "))
 
 
 def readable(items: Iterable[Document | Skipped]) -> tuple[list[Document], list[Skipped]]:

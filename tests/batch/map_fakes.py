@@ -66,8 +66,8 @@ class WordEncoder:
 
 
 class FakePipeline:
-    """What ``map_documents`` and ``perspectrum map`` use of a pipeline; calling it returns it
-    (so it is also its own factory)."""
+    """What ``map_documents``, ``perspectrum map`` and ``perspectrum serve``'s ``POST /map`` use
+    of a pipeline; calling it returns it (so it is also its own factory)."""
 
     system = "fake"
     models_dir = None
@@ -79,6 +79,9 @@ class FakePipeline:
 
     def __call__(self, *args, **kwargs) -> "FakePipeline":
         return self
+
+    def warm_up(self) -> None:
+        """Nothing to load (the server calls it as it starts)."""
 
     def map(self, texts, claim, settings=None, skipped=(), mined=None, on_mined=None):
         kill = os.environ.get(KILL, "")

@@ -44,7 +44,7 @@ def _ids(units: Path) -> list[str]:
     """The ids of the complete lines (a torn last line left out)."""
     data = units.read_bytes()
     lines = data[:data.rindex(b"\n") + 1].decode("utf-8").splitlines() if b"\n" in data else []
-    assert json.loads(lines[0])["map_units"] == 1
+    assert json.loads(lines[0])["map_units"] == 2
     return [json.loads(line)["id"] for line in lines[1:]]
 
 
@@ -92,7 +92,7 @@ def test_killed_at_any_moment_many_times_over_a_rerun_gives_the_uninterrupted_an
     final = _cli(pile, units)
     assert final.returncode == 0, final.stderr
     assert _answer(final.stdout) == expected
-    assert sorted(_ids(units)) == sorted(str(pile / f"doc{n}.txt") for n in range(1, len(TEXTS) + 1))
+    assert sorted(_ids(units)) == sorted(f"doc{n}.txt" for n in range(1, len(TEXTS) + 1))  # named in the folder
     assert units.read_text(encoding="utf-8").splitlines()[1:] == \
         (tmp_path / "whole.jsonl").read_text(encoding="utf-8").splitlines()[1:]
 
@@ -168,6 +168,55 @@ def test_a_units_file_truncated_to_nothing_is_said_and_mined_again(pile: Path, t
     assert _answer(again) == _answer(first)
     assert f"{units} is empty; mining every document again" in stderr
     assert len(_ids(units)) == len(TEXTS)
+
+
+def test_a_pile_named_another_way_resumes_from_its_units_file(pile: Path, tmp_path: Path, fake,
+                                                               monkeypatch) -> None:
+    """Documents are named in the folder given, so the same pile given by another path (from
+    another folder, or absolute) finds its units: nothing is mined again."""
+    import perspectrum.pipeline.map as map_module
+
+    units = tmp_path / "units.jsonl"
+    monkeypatch.chdir(tmp_path)
+    code, first, _ = _run(Path("pile"), units)
+    assert code == 0 and sorted(_ids(units)) == sorted(f"doc{n}.txt" for n in range(1, len(TEXTS) + 1))
+    quoted = {q["document"] for p in json.loads(first)["perspectives"] for q in p["quotes"]}
+    assert quoted and quoted <= set(_ids(units))  # quotes name documents as the units file does
+    monkeypatch.setattr(map_module, "mine", lambda *a, **k: pytest.fail("a document was mined again"))
+    monkeypatch.chdir(pile)
+    code, again, stderr = _run(pile.resolve(), units)
+    assert code == 0, stderr
+    assert _answer(again) == _answer(first)
+
+
+def test_a_units_file_of_path_named_documents_resumes_or_says_why_in_one_line(pile: Path, tmp_path: Path, fake,
+                                                                               monkeypatch) -> None:
+    """A layout-1 units file (documents named by their file's path, before they were named as
+    given) resumes when its ids still name the documents given, and is one line saying so when
+    they do not, never mined into the wrong documents."""
+    import perspectrum.pipeline.map as map_module
+
+    units = tmp_path / "units.jsonl"
+    files = [str(pile / f"doc{n}.txt") for n in range(1, len(TEXTS) + 1)]
+    code, first, _ = _run(pile, units)
+    assert code == 0
+    lines = units.read_text(encoding="utf-8").splitlines()
+    old = [json.dumps({**json.loads(lines[0]), "map_units": 1})]
+    old += [json.dumps({**row, "id": str(pile / row["id"])}) for row in map(json.loads, lines[1:])]
+    units.write_text("\n".join(old) + "\n", encoding="utf-8")
+    before = units.read_bytes()
+    code, stdout, stderr = _run(pile, units)  # the folder: its documents are now named doc1.txt, …
+    errors = _errors(stderr)
+    assert code == 1 and stdout == "" and len(errors) == 1, stderr
+    assert f"document {files[0]!r} is not among those given: this file was written when documents were named by " \
+           "their file's path" in errors[0] and errors[0].endswith("give --units a new file")
+    assert units.read_bytes() == before
+    monkeypatch.setattr(map_module, "mine", lambda *a, **k: pytest.fail("a document was mined again"))
+    result = CliRunner().invoke(app, ["map", *files, "--claim", CLAIM, "--json", "--units", str(units)])
+    assert result.exit_code == 0, result.output  # each file named by its path, as the old file names it
+    assert _answer(result.stdout)["perspectives"] == [
+        {**p, "quotes": [{**q, "document": str(pile / q["document"])} for q in p["quotes"]]}
+        for p in _answer(first)["perspectives"]]
 
 
 class FullDisk:

@@ -72,13 +72,13 @@ def test_a_pile_is_read_in_every_format_and_the_unreadable_skipped_with_a_reason
     def name(source: str) -> str:
         return source.removeprefix(f"{pile}/")
 
-    texts = {name(d.id): d.text for d in documents}
+    texts = {d.id: d.text for d in documents}  # a file named by its path in the folder, a record by its id
     assert texts["a.txt"] == ZOOS and ZOOS_TOO in texts["b.md"]
     assert texts["sub/c.html"] == CAGES  # markup, scripts, styles and navigation gone; inline bold joined
     assert texts["d.pdf"] == "Zoos protect endangered species from extinction."
-    assert texts["answers.jsonl:r1"] == CAGES
+    assert texts["r1"] == CAGES
     assert ".hidden.txt" not in texts and len(documents) == 5
-    why = {name(s.source): s.why for s in skipped}
+    why = {name(s.source): s.why for s in skipped}  # what is skipped is named by its path, to be found
     assert "not a kind of file" in why["e.bin"] and "empty" in why["f.txt"] and "PDF" in why["g.pdf"]
     assert why["answers.jsonl:2"] == "not a JSON object" and "empty" in why["answers.jsonl:3"]
     assert all("\n" not in s.why for s in skipped)
@@ -299,7 +299,8 @@ def test_map_units_file_resumes_an_interrupted_run_and_refuses_another_pile(pile
     for name in ("a.txt", "b.md"):
         (other / name).write_text((pile / name).read_text(encoding="utf-8") + " Changed.", encoding="utf-8")
     cases = [(["map", str(pile), "--claim", "Zoos should close", "--units", str(units)], "another claim"),
-             (["map", str(other), "--claim", "Zoos should exist", "--units", str(units)], "not among those given"),
+             (["map", str(other), "--claim", "Zoos should exist", "--units", str(units)],
+              "document 'a.txt' has changed since it was mined"),
              (["map", str(pile / "a.txt"), "--claim", "Zoos should exist", "--units", str(pile / "a.txt")],
               "not a map units file"),
              (["map", str(pile), "--claim", "Zoos should exist", "--workers", "2"], "--engine ray")]

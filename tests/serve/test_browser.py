@@ -242,6 +242,44 @@ def test_the_map_page_opens_from_a_file_and_unfolds_its_quotes(browser, tmp_path
     driver.save_screenshot(str(ARTIFACTS / "map-page.png"))
 
 
+def test_the_map_view_reads_a_files_bytes_as_perspectrum_map_does(browser) -> None:
+    """The map view's decoder (``decoded`` in map.js), run in chromium on the bytes of text files
+    in every encoding `perspectrum map` reads and of those it skips: the same text and encoding
+    as :func:`perspectrum.text.reading.decode`, or the same reason (without its byte offset)."""
+    import re
+
+    from perspectrum.serve.app import WEB
+    from perspectrum.text.document import DocumentError
+    from perspectrum.text.reading import decode
+
+    letter = "Chère Hélène, les zoos protègent les espèces menacées — « c’est vrai », dit-elle. Ça suffit 🦁."
+    cases = [letter.encode("utf-16"), b"\xfe\xff" + letter.encode("utf-16-be"), letter.encode("utf-32"),
+             b"\x00\x00\xfe\xff" + letter.encode("utf-32-be"), letter[:-3].encode("cp1252") + b"\r\n",
+             "Ça m'intéresse, Hélène.".encode("latin-1"), letter.encode(), b"\xef\xbb\xbf" + letter.encode(),
+             b"zoos \x00\x01 protect", "Les zoos protègent. ".encode() + "Les zoos protègent.".encode("latin-1"),
+             b"Zoos \x81\x8d protect animals", b"\xff\xfe" + b"\x00\xd8" * 3, letter.encode("utf-32")[:-1],
+             b"\xef\xbb\xbfok \xff", "Зоопарки защищают редкие виды.".encode("cp1251"),
+             "动物园保护濒危物种。".encode("gbk")]
+    expected = []
+    for data in cases:
+        try:
+            expected.append(list(decode(data)))
+        except DocumentError as exc:
+            expected.append([None, re.sub(r" \(byte [\d,]+\)", "", str(exc))])
+    driver = browser
+    driver.get("about:blank")
+    script = "\n".join((WEB / name).read_text(encoding="utf-8") for name in ("common.js", "map.js")) + """
+        return arguments[0].map((bytes) => {
+          try {
+            const read = decoded(new Uint8Array(bytes));
+            return [read.text, read.encoding];
+          } catch (error) {
+            return [null, error.message];
+          }
+        });"""
+    assert driver.execute_script(script, [list(data) for data in cases]) == expected
+
+
 #: Short texts written for this test, one of them with markup that must stay text.
 PASTED = ("Zoos protect endangered species through breeding programmes. Several species survive only in zoos.",
           "Breeding programmes in zoos save endangered animals. Keeping animals in cages is cruel, some say.",

@@ -286,10 +286,9 @@ def test_the_map_report_says_each_encoding_and_counts_what_was_skipped(tmp_path:
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["documents"] == 8 and len(out["skipped"]) == 2
-    assert out["encodings"] == {str(pile / "latin.txt"): "Windows-1252", str(pile / "windows.txt"): "UTF-16"}
+    assert out["encodings"] == {"latin.txt": "Windows-1252", "windows.txt": "UTF-16"}  # named in the folder given
     said = [line for line in result.stderr.splitlines() if line.startswith(("read ", "skipped "))]
-    assert sorted(said) == sorted([f"read {pile / 'latin.txt'} as Windows-1252",
-                                   f"read {pile / 'windows.txt'} as UTF-16",
+    assert sorted(said) == sorted(["read latin.txt as Windows-1252", "read windows.txt as UTF-16",
                                    f"skipped {pile / 'loop.txt'}: a symbolic link loop",
                                    f"skipped {pile / 'bin.txt'}: holds NUL bytes; is it a binary file?"]), result.stderr
     table = runner.invoke(app, ["map", str(pile), "--claim", "Zoos should exist"], env={"COLUMNS": "200"})
@@ -306,7 +305,7 @@ def test_a_jsonl_line_too_long_or_too_deep_is_skipped_without_being_held(tmp_pat
         handle.write("[" * 100_000 + "]" * 100_000 + "\n")  # deeper than the JSON parser recurses
         handle.write(json.dumps({"id": "b", "text": "Animals suffer in cages."}) + "\n")
     documents, skipped = _read(path, limit=1000)
-    assert [d.id for d in documents] == [f"{path}:a", f"{path}:b"]
+    assert [d.id for d in documents] == ["a", "b"]
     assert [(s.source, s.why) for s in skipped] == [
         (f"{path}:2", "a line over 9,024 characters; the limit is 1,000 characters a text"),
         (f"{path}:3", "a line over 9,024 characters; the limit is 1,000 characters a text")]
