@@ -1,7 +1,7 @@
 """`map` on PERSPECTRUM's piles (:mod:`perspectrum.eval.map_quality`): coverage, purity, side accuracy, prevalence.
 
-    python -m benchmarks.map_eval --models-dir MODELS [--split dev] [--lowers 0 0.1 0.2 0.3 0.4] [--name NAME]
-                                  [--units UNITS.json]
+    python -m benchmarks.map_eval --models-dir MODELS [--split dev] [--lowers 0 0.1 0.2 0.3 0.4]
+                                  [--joins chosen none 0.5] [--name NAME] [--units UNITS.json]
 
 ``--units`` keeps the mined units (mining is most of the time; the piles are fixed by the
 seed): read when the file exists, written when it does not.
@@ -25,17 +25,20 @@ import platform
 import time
 from pathlib import Path
 
-from benchmarks.pipeline_args import pipeline_parser
+from benchmarks.pipeline_args import pipeline_parser, provenance
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.eval.map_quality import evaluate_map, mine_piles, piles
+from perspectrum.pipeline.map import JOIN
 from perspectrum.text.mining import MinedUnit
 from perspectrum.pipeline.pipeline import Pipeline
 
 
 def main() -> None:
     parser = pipeline_parser(__doc__)
-    parser.add_argument("--lowers", type=float, nargs="+", default=[0.0, 0.1, 0.2, 0.3, 0.4])
+    parser.add_argument("--lowers", type=float, nargs="+", default=[0.0])
+    parser.add_argument("--joins", nargs="+", default=["chosen"],
+                        help="second-pass joins to map with: numbers, 'none' (no second pass) or 'chosen' (JOIN)")
     parser.add_argument("--name", default="trained")
     parser.add_argument("--units", type=Path, help="mined units kept here (read if present)")
     args = parser.parse_args()
@@ -49,10 +52,12 @@ def main() -> None:
         mined = mine_piles(pipe, piles(dataset, args.split), show_progress=True)
         print(f"mined in {time.perf_counter() - started:.0f} s")
         write_json(args.units, [[(d, u.to_dict()) for d, u in pile] for pile in mined])
-    record = evaluate_map(dataset, pipe, args.split, args.lowers, show_progress=True, mined=mined)
+    joins = [JOIN if j == "chosen" else None if j == "none" else float(j) for j in args.joins]
+    record = evaluate_map(dataset, pipe, args.split, args.lowers, show_progress=True, mined=mined, joins=joins)
     best = max(record["tried"], key=lambda row: row["f1"])
-    record.update({"command": f"python -m benchmarks.map_eval --split {args.split} --name {args.name} --lowers "
-                              + " ".join(str(x) for x in args.lowers),
+    record = {**provenance(f"python -m benchmarks.map_eval --split {args.split} --name {args.name} --lowers "
+                           + " ".join(str(x) for x in args.lowers) + " --joins " + " ".join(args.joins)), **record}
+    record.update({
                    "rule": "the lowering with the highest F1 of coverage and purity on dev",
                    "best_by_rule": best["lower"],
                    "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})"})

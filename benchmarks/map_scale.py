@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.pipeline_args import ROOT, pipeline_parser
+from benchmarks.pipeline_args import ROOT, pipeline_parser, provenance
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 
@@ -106,7 +106,7 @@ def main() -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     record["attempts"].append({"seconds": round(seconds, 1), "exit": code, "mined_when_stopped": mined,
                                "peak_rss_mb": round(peak_mb), "engine": args.engine, "workers": args.workers})
-    record.update({"command": "python -m benchmarks.map_scale " + " ".join(sys.argv[1:]),
+    record.update({**provenance("python -m benchmarks.map_scale " + " ".join(sys.argv[1:])),
                    "seconds": round(sum(a["seconds"] for a in record["attempts"]), 1),
                    "peak_rss_mb": max(a["peak_rss_mb"] for a in record["attempts"]),
                    "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})"})

@@ -37,7 +37,7 @@ def main() -> None:
                       "docs/examples/zoo-arguments.txt", matched(pipe.match(text, CLAIM, arguments))),
     }
     documents, _ = readable(read_documents([OP_EDS]))
-    found = pipe.map({str(Path(d.id).relative_to(ROOT)): d.text for d in documents}, MAP_CLAIM)
+    found = pipe.map({d.id: d.text for d in documents}, MAP_CLAIM)
     screens["map.svg"] = (f'perspectrum map docs/examples/op-eds --claim "{MAP_CLAIM}"', mapped(found))
     for name, (command, shown) in screens.items():
         console = Console(record=True, width=110, force_terminal=True, file=io.StringIO())

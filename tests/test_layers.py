@@ -4,7 +4,7 @@ between files comes back to where it started.
 
 Layers, bottom to top (``docs/architecture.md`` draws them):
 
-foundation (``errors``, ``_checks``, ``_progress``, ``_io``, ``config``, ``folders``, ``integrity``, ``_version``)
+foundation (``errors``, ``_checks``, ``_progress``, ``_io``, ``_memory``, ``config``, ``folders``, ``integrity``, ``_version``)
 → text and data → encoders → index → models → pipeline → batch → eval → train → serve → cli.
 
 ``perspectrum/__init__.py`` is the public face: it may re-export from up to the pipeline,
@@ -22,7 +22,7 @@ import perspectrum
 
 ROOT = Path(perspectrum.__file__).parent
 LAYERS = ["foundation", "text", "encoders", "index", "models", "pipeline", "batch", "eval", "train", "serve", "cli"]
-FOUNDATION = {"errors", "_checks", "_progress", "_io", "config", "folders", "integrity", "_version"}
+FOUNDATION = {"errors", "_checks", "_progress", "_io", "config", "folders", "integrity", "_version", "_memory"}
 #: Packages only the layers above the runtime may import.
 ABOVE_RUNTIME = ("perspectrum.batch", "perspectrum.eval", "perspectrum.train", "perspectrum.serve", "perspectrum.cli")
 

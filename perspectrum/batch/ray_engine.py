@@ -238,8 +238,9 @@ class _MineWorker(_Actor):
         import pyarrow as pa
 
         self.ready()
-        lines = [units_line(doc_id, text, self.pipeline.mine(text, self.claim))
-                 for blob in rows.column("documents").to_pylist() for doc_id, text in json.loads(blob)]
+        documents = [(doc_id, text) for blob in rows.column("documents").to_pylist() for doc_id, text in json.loads(blob)]
+        found = self.pipeline.mine_pile([text for _, text in documents], self.claim) if documents else []
+        lines = [units_line(doc_id, text, units) for (doc_id, text), units in zip(documents, found)]
         return pa.table({"line": pa.array(lines, type=pa.string())})
 
 

@@ -66,6 +66,11 @@ def map_page(result: PerspectiveMap) -> str:
         parts += [_card(n, found) for n, found in enumerate(result.also_mentioned, 1)]
     if not result.perspectives and not result.also_mentioned:
         parts.append("<p>No argument units were found for the claim in these documents.</p>")
+    if result.duplicates:
+        rows = "".join(f"<tr><td>{escape(first)}</td><td>{escape(', '.join(copies))}</td></tr>"
+                       for first, copies in result.duplicates.items())
+        parts.append(f"<h2>Near-copies, counted once</h2><table><tr><th>document</th><th>its copies</th></tr>{rows}"
+                     "</table>")
     if result.skipped:
         rows = "".join(f"<tr><td>{escape(s['source'])}</td><td>{escape(s['why'])}</td></tr>" for s in result.skipped)
         parts.append(f"<h2>Skipped</h2><table>{rows}</table>")

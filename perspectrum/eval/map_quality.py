@@ -46,7 +46,7 @@ from perspectrum._progress import progress
 from perspectrum.data import Claim, Dataset
 from perspectrum.eval.metrics import f1, percent
 from perspectrum.eval.mine_quality import Judge
-from perspectrum.pipeline.map import LOWER, MappedPerspective, MapSettings, build_map
+from perspectrum.pipeline.map import JOIN, LOWER, MappedPerspective, MapSettings, build_map
 from perspectrum.pipeline.stages import ClusterStage, Stance
 from perspectrum.text.mining import MinedUnit
 
@@ -176,7 +176,7 @@ def document_counts(pile: Pile, found: Sequence[MappedPerspective]) -> dict[str,
     largest: dict[int, int] = {}
     for p, k in zip(shown, owners_shown):
         if k is not None:
-            largest[k] = max(largest.get(k, 0), sum(k in pile.citing.get(doc, ()) for doc in p.made_by))
+            largest[k] = max(largest.get(k, 0), p.documents)
     return {"gold_documents": len(pile.citing), "quoted": len(quoted),
             "owned_shown": sum(k is not None for k in owners_shown), "owned_also": sum(k is not None for k in owners_also),
             "gold_clusters": len(clusters), "doc_sides": len(doc_side),
@@ -218,8 +218,10 @@ def judge_free(counts: Sequence[dict[str, Any]], total: dict[str, Any]) -> dict[
       every quoted gold paragraph (its main-list perspective's side against the stance of the
       cluster it is evidence for; a paragraph cited by clusters of both stances is left out);
     - ``cluster_spearman``: over gold clusters some main-list perspective owns, Spearman between the
-      evidence paragraphs of the cluster its largest such perspective quotes and the cluster's
-      evidence count (each cluster once, however many pieces the map cut it into)."""
+      document count the map shows for its largest such perspective and the cluster's evidence
+      count: each gold perspective once, however many pieces the map cut it into (the per-perspective
+      ``spearman`` pairs every piece, most of them made by one document, with its cluster's count,
+      and almost half the clusters have a single evidence paragraph: ties leave it little to rank)."""
     from scipy.stats import spearmanr
 
     if "gold_documents" not in total:
@@ -283,23 +285,24 @@ class CachedJudge:
 
 
 def mine_piles(pipe: Any, found: Sequence[Pile], show_progress: bool = False) -> list[list[tuple[str, MinedUnit]]]:
-    """Every pile's (document id, unit) pairs, mined with ``pipe``."""
+    """Every pile's (document id, unit) pairs, mined with ``pipe`` as ``map`` mines a pile
+    (:meth:`perspectrum.pipeline.pipeline.Pipeline.mine_pile`)."""
     out = []
     with progress("map: mining", sum(len(p.documents) for p in found), enabled=show_progress) as advance:
         for pile in found:
-            units = []
-            for doc_id, text in pile.documents.items():
-                units += [(doc_id, u) for u in pipe.mine(text, pile.claim.text)]
-                advance(1)
-            out.append(units)
+            ids = list(pile.documents)
+            found_units = pipe.mine_pile([pile.documents[d] for d in ids], pile.claim.text)
+            out.append([(doc_id, u) for doc_id, units in zip(ids, found_units) for u in units])
+            advance(len(ids))
     return out
 
 
 def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", lowers: Sequence[float] = (LOWER,),
-                 show_progress: bool = False, mined: Sequence[Sequence[tuple[str, MinedUnit]]] | None = None
-                 ) -> dict[str, Any]:
+                 show_progress: bool = False, mined: Sequence[Sequence[tuple[str, MinedUnit]]] | None = None,
+                 joins: Sequence[float | None] = (JOIN,)) -> dict[str, Any]:
     """Mine every ``split`` pile once with ``pipe`` and map it with the clustering cut
-    lowered by each of ``lowers``; the figures for each (percent; counts as counts).
+    lowered by each of ``lowers`` and the second pass joining at each of ``joins`` (``None``: no
+    second pass); the figures for each (percent; counts as counts).
 
     On dev this chooses the default :data:`perspectrum.pipeline.map.LOWER` (the
     highest F1 of coverage and purity); on test, run it with the chosen value alone.
@@ -329,17 +332,19 @@ def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", lowers: Sequen
 
     judge = CachedJudge(Judge(pipe.scorers, encoder), encode)
     tried = []
-    with progress("map: grouping and judging", len(lowers) * len(mined_pairs), enabled=show_progress) as advance:
-        for lower in lowers:
+    with progress("map: grouping and judging", len(lowers) * len(joins) * len(mined_pairs),
+                  enabled=show_progress) as advance:
+        for lower, join in ((lower, join) for lower in lowers for join in joins):
             threshold = max(0.0, cluster.threshold - lower)
-            settings = replace(MapSettings(), threshold=threshold)
+            settings = replace(MapSettings(), threshold=threshold, join=join)
             counts = []
             for pile, units in mined_pairs:
                 shown, also = build_map(pile.claim.text, units, encode, len(pile.documents), equivalence,
                                         stance, settings, cluster.weight, threshold)
                 counts.append(score_pile(dataset, pile, [*shown, *also], judge))
                 advance(1)
-            tried.append({"lower": lower, "threshold": round(threshold, 4), **percent(figures(counts), (), SHARES)})
+            tried.append({"lower": lower, "threshold": round(threshold, 4), "join": join,
+                          **percent(figures(counts), (), SHARES)})
     return {"system": pipe.system, "split": split, "seed": SEED,
             "judge": {"weight": judge.judge.weight, "threshold": judge.threshold},
             "documents": sum(len(p.documents) for p, _ in mined_pairs), "units": sum(len(u) for _, u in mined_pairs),

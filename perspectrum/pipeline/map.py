@@ -2,23 +2,26 @@
 stanced and quoted.
 
 `perspectrum map` (and :meth:`perspectrum.Pipeline.map`, which calls :func:`map_pile` with its
-loaded models and settings) mines every document's argument units for the claim
-(:mod:`perspectrum.pipeline.mine`), then groups equivalent units across documents into
-perspectives the way ``discover`` clusters (:mod:`perspectrum.pipeline.stages.cluster`):
+loaded models and settings) collapses near-copies (:mod:`perspectrum.text.duplicates`), mines
+every other document's argument units for the claim (:mod:`perspectrum.pipeline.mine`), then
+groups equivalent units across documents into perspectives the way ``discover`` clusters
+(:mod:`perspectrum.pipeline.stages.cluster`):
 
 - each unit's most similar units (cosine of their vectors, :attr:`MapSettings.neighbours`
   of them) are read by the equivalence model, blended with the cosine;
 - two units the stance model puts confidently on opposite sides are never joined;
-- average linkage cuts at :attr:`MapSettings.threshold`: ``discover``'s clustering cut,
-  which on map's own dev data grouped better than every lower cut tried (:data:`LOWER`).
+- average linkage cuts at :attr:`MapSettings.threshold`: ``discover``'s clustering cut;
+- a second pass (:func:`second_pass`) joins groups whose key points the equivalence model
+  matches at :data:`JOIN`: units that make one point in different words, cut apart by the
+  first pass, become one perspective.
 
-Each perspective is named by its key point: its most central unit (highest mean
-similarity to the others), preferring units of a readable length and never a question or a
-unit that only frames the debate. Its prevalence is how many documents (and units) make it; its
-side and confidence are the cluster's vote, calibrated as ``discover``'s cards are.
-Perspectives are ordered by prevalence; those made by a single document (when more
-than one was read) are kept apart as "also mentioned". At most :data:`MAX_MAP_UNITS` units are
-grouped at once.
+Each perspective is named by its key point: the most central unit among those that read as a
+key point (:func:`perspectrum.text.key_points.rules_broken`: 6–25 words, no question, heading,
+Markdown, framing or dangling pronoun). Its prevalence is how many documents (and units) make
+it, a document that makes it twice counted once, with their ids; its side and confidence are
+its units' confidence-weighted vote, calibrated as ``discover``'s cards are. Perspectives are
+ordered by prevalence; those made by a single document (when more than one was read) are kept
+apart as "also mentioned". At most :data:`MAX_MAP_UNITS` units are grouped at once.
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ from typing import Any
 
 import numpy as np
 
+from perspectrum._memory import give_back_memory
 from perspectrum._progress import progress
 from perspectrum.encoders.bi_encoder import Encoder
 from perspectrum.errors import PerspectrumError
 from perspectrum.models.rules import blend, groups, split_sides
 from perspectrum.models.scorers import Scorers
-from perspectrum.pipeline.mine import mine
+from perspectrum.pipeline.mine import mine_many
 from perspectrum.pipeline.results import side
 from perspectrum.pipeline.stages import ClusterStage, Stance
 from perspectrum.text.document import check_document
@@ -45,6 +49,11 @@ from perspectrum.text.key_points import rules_broken
 
 #: Groups each group's key point is compared with in the second pass (the nearest by cosine).
 NEAR_GROUPS = 5
+#: The second pass's join (:attr:`MapSettings.join`), chosen on map's dev piles: of the cuts, joins
+#: and adoptions tried, the highest F1 of the share of gold paragraphs a main-list perspective
+#: quotes and the purity of the main list, with at most 1.5 main-list and 3 also-mentioned
+#: perspectives per gold perspective (``eval/results/map_grouping_shipped_dev.json``).
+JOIN = 0.6
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,17 +81,25 @@ class MapSettings:
     weight: float | None = None
     neighbours: int = 10
     min_documents: int = 2
-    join: float | None = None
+    join: float | None = JOIN
     adopt: float | None = None
-    disagree: bool = True
+    disagree: bool = False
 
 
+#: Documents mined together: one call of each model for the batch (its texts sorted by length pad
+#: less), and what a stopped run loses at most.
+MINE_BATCH = 16
+#: The encoder's arithmetic for mining a pile (:meth:`perspectrum.encoders.bi_encoder.Encoder.precision`):
+#: bfloat16 where the CPU has it natively, float32 elsewhere. Chosen on `mine`'s dev documents, where it
+#: keeps `mine`'s figures (``eval/results/mine_parity_shipped_dev.json``).
+MINE_PRECISION = "auto"
 #: Most units grouped at once: the similarity matrix is dense (units², 8 bytes each: 200 MB
 #: at 5,000). Past it, the most plainly argued units are kept and the rest counted.
 MAX_MAP_UNITS = 5000
 #: How far below ``discover``'s clustering cut map joins units, by default: not at all. Chosen on
 #: dev by the F1 of coverage and purity, which every lowering tried (0.1 to 0.5) lowered: joining
-#: more merged units of different gold clusters (eval/results/map_lowers_trained_dev.json, docs/map.md).
+#: more merged units of different gold clusters (eval/results/map_lowers_trained_dev.json, docs/map.md);
+#: a lower cut also lost to the second pass on the grouping's own dev figures (:data:`JOIN`).
 LOWER = 0.0
 
 
@@ -355,8 +372,9 @@ def map_pile(texts: Mapping[str, str], claim: str, scorers: Scorers, encoder: En
     Near-copies (:func:`perspectrum.text.duplicates.near_duplicates`) are collapsed into the first
     of their group and reported: a copy is not mined, and shares are of the distinct documents.
     Every other document not in ``mined`` (units already mined, by id: a resumed run's, or another
-    machine's) is mined (:func:`perspectrum.pipeline.mine.mine`, the stance cut of ``stance``),
-    and ``on_mined(id, units)`` called as its units are ready. Past :data:`MAX_MAP_UNITS` units,
+    machine's) is mined (:func:`perspectrum.pipeline.mine.mine_many`, :data:`MINE_BATCH` documents at
+    a time, the encoder in :data:`MINE_PRECISION`, the stance cut of ``stance``), and
+    ``on_mined(id, units)`` called for each as its batch is ready. Past :data:`MAX_MAP_UNITS` units,
     the most plainly argued are kept (in document order) and the rest counted. Units are grouped
     by :func:`build_map`, cut at ``settings``' threshold and weight, or, left ``None``, at the
     clustering stage's (``cluster``) lowered by :data:`LOWER`. ``stance`` holds the stance
@@ -364,22 +382,23 @@ def map_pile(texts: Mapping[str, str], claim: str, scorers: Scorers, encoder: En
     not read, :class:`perspectrum.text.reading.Skipped`) is carried into the answer."""
     started = time.perf_counter()
     settings = settings or MapSettings()
-    mined = mined or {}
-    units: list[tuple[str, MinedUnit]] = []
+    mined = dict(mined or {})
     duplicates = near_duplicates(texts)
     copies = copies_of(duplicates)
     distinct = [doc_id for doc_id in texts if doc_id not in copies]
     to_mine = [doc_id for doc_id in distinct if doc_id not in mined]
     with progress("mining the documents", len(to_mine), enabled=show_progress and bool(to_mine)) as advance:
-        for doc_id in distinct:
-            if doc_id in mined:
-                found = list(mined[doc_id])
-            else:
-                found = mine(texts[doc_id], claim, scorers, encoder, stance.threshold, MineSettings())
+        for start in range(0, len(to_mine), MINE_BATCH):
+            batch = to_mine[start:start + MINE_BATCH]
+            found = mine_many([texts[doc_id] for doc_id in batch], claim, scorers, encoder, stance.threshold,
+                              MineSettings(), MINE_PRECISION)
+            for doc_id, doc_units in zip(batch, found):
+                mined[doc_id] = doc_units
                 if on_mined is not None:
-                    on_mined(doc_id, found)
+                    on_mined(doc_id, doc_units)
                 advance(1)
-            units += [(doc_id, unit) for unit in found]
+            give_back_memory()  # what mining freed goes back, at most once a second
+    units: list[tuple[str, MinedUnit]] = [(doc_id, unit) for doc_id in distinct for unit in mined[doc_id]]
     left_out = max(0, len(units) - MAX_MAP_UNITS)
     if left_out:  # the most plainly argued units, in document order
         best = sorted(range(len(units)), key=lambda i: -units[i][1].score)[:MAX_MAP_UNITS]

@@ -4,10 +4,13 @@ The text's side (candidate units and clauses, their features' sum, the cut that 
 overlapping) is :mod:`perspectrum.text.mining`; here the encoder gives the cosine features and
 the relevance and stance models of a :class:`~perspectrum.models.scorers.Scorers` score and
 label the candidates. :meth:`perspectrum.Pipeline.mine` checks the text and the claim and calls
-:func:`mine` with its loaded models and its dev-tuned stance cut.
+:func:`mine` with its loaded models and its dev-tuned stance cut; ``map`` mines documents in
+batches (:func:`mine_many`), each model called once per batch.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -18,84 +21,107 @@ from perspectrum.text.key_points import is_heading
 from perspectrum.text.mining import (CENTRE_REACH, Candidates, MinedUnit, MineSettings, candidates, non_overlapping,
                                      paragraphs_of, word_count)
 
-__all__ = ["CLAUSE_REACH", "mine", "read_candidates"]
+__all__ = ["mine", "mine_many", "read_candidates", "read_candidates_many"]
 
-#: How far above its sentence's cosine terms a clause's may reach: a sentence further below
-#: the cut than this offers no clause (see :func:`read_candidates`). Chosen on dev as the
-#: smallest reach that keeps every unit the full reading keeps (``eval/results/mine_reach_shipped_dev.json``).
-CLAUSE_REACH = 1.0
+_EMPTY = np.zeros(0)
 
 
-def read_candidates(text: str, claim: str, scorers: Scorers, encoder: Encoder,
-                    settings: MineSettings | None = None) -> Candidates:
-    """Every candidate unit of ``text`` (see :func:`perspectrum.text.mining.candidates`; never one in a
-    heading, :func:`perspectrum.text.key_points.is_heading`) with
-    the relevance model's score for ``claim`` and the cosine features: two encoder calls (the
-    claim and the sentences, then the clauses; each distinct text once) and one relevance call.
+def _encode(encoder: Encoder, texts: list[str], precision: str) -> np.ndarray:
+    """``texts`` encoded in ``precision`` (:meth:`perspectrum.encoders.bi_encoder.Encoder.precision`;
+    an encoder without arithmetic to choose encodes as it does)."""
+    if precision == "float32" or not hasattr(encoder, "precision"):
+        return np.asarray(encoder.encode(texts), dtype=np.float64)
+    return np.asarray(encoder.encode(texts, precision=precision), dtype=np.float64)
 
-    With ``settings``, less is read. A sentence's clauses are candidates only when the sentence's
-    own terms (relevance at its most, 1, plus its cosine terms) come within :data:`CLAUSE_REACH` of
-    ``settings.threshold``: most sentences of a long document are not arguments on the claim, and
-    their clauses are not encoded. The relevance model reads only the candidates that could reach
-    ``settings.threshold``: every score is in [0, 1], so a candidate whose other terms sum below
-    ``threshold − 1`` cannot, and its relevance is left at 0. Without ``settings`` every candidate
-    is read (dev tuning re-scores the same candidates under many settings)."""
-    found = split_sentences(text)
-    headings = {i for i, sentence in enumerate(found) if is_heading(text, sentence)}
-    offered = [(i, span) for i, span in candidates(found) if i not in headings]  # a heading is no unit
-    if not offered:
-        empty = np.zeros(0)
-        return Candidates([], [], empty, empty, empty, empty, empty)
-    sentence_text = [s.text for s in found]
-    distinct = list(dict.fromkeys([claim, *sentence_text]))
+
+def read_candidates_many(texts: Sequence[str], claim: str, scorers: Scorers, encoder: Encoder,
+                         settings: MineSettings | None = None, precision: str = "float32") -> list[Candidates]:
+    """:func:`read_candidates` for several texts at once: one encoder call for all of them (each
+    distinct text once, across documents: sorted by length, the batches pad less) and one
+    relevance call; each text's candidates are what :func:`read_candidates` gives it alone."""
+    found = [split_sentences(text) for text in texts]
+    offered = []
+    for text, sentences in zip(texts, found):
+        headings = {i for i, sentence in enumerate(sentences) if is_heading(text, sentence)}
+        offered.append([(i, span) for i, span in candidates(sentences) if i not in headings])  # a heading is no unit
+    distinct = list(dict.fromkeys([claim, *(s.text for sentences, offer in zip(found, offered) if offer
+                                            for s in sentences),
+                                   *(span.text for offer in offered for _, span in offer)]))
     row = {t: i for i, t in enumerate(distinct)}
-    encoded = np.asarray(encoder.encode(distinct), dtype=np.float64)
-    claim_vector = encoded[row[claim]]
-    sentence_vectors = encoded[[row[t] for t in sentence_text]]
-    starts = [para.start for para in paragraphs_of(text, found)]
-    centres = np.zeros_like(sentence_vectors)
-    for i in range(len(found)):
-        near = [j for j in range(max(0, i - CENTRE_REACH), min(len(found), i + CENTRE_REACH + 1))
-                if starts[j] == starts[i]]
-        mean = sentence_vectors[near].mean(axis=0)
-        centres[i] = mean / max(float(np.linalg.norm(mean)), 1e-12)
-    opens = np.array([float(i == 0 or starts[i] != starts[i - 1]) for i in range(len(found))])
-    if settings is not None:  # clauses only of sentences whose own cosine terms come near the cut
-        near_cut = (1.0 + sentence_vectors @ claim_vector + settings.centre * np.einsum("ij,ij->i", sentence_vectors, centres)
-                    + settings.first * opens + CLAUSE_REACH >= settings.threshold)
-        offered = [(i, span) for i, span in offered if span == found[i] or near_cut[i]]
-    clauses = [t for t in dict.fromkeys(span.text for _, span in offered) if t not in row]
-    if clauses:
-        row.update({t: len(encoded) + n for n, t in enumerate(clauses)})
-        encoded = np.concatenate([encoded, np.asarray(encoder.encode(clauses), dtype=np.float64)])
-    spans = [span for _, span in offered]
-    sentence = [index for index, _ in offered]
-    span_vectors = encoded[[row[s.text] for s in spans]]
-    first = opens[sentence]
-    relevance = np.zeros(len(spans))
-    out = Candidates(spans, sentence, relevance, span_vectors @ claim_vector,
-                     np.einsum("ij,ij->i", span_vectors, centres[sentence]), first,
-                     np.array([float(word_count(s.text)) for s in spans]))
-    read = (np.flatnonzero(out.scores(settings) + 1.0 >= settings.threshold) if settings is not None
-            else np.arange(len(spans)))
-    if len(read):
-        relevance[read] = np.asarray(scorers.relevance([(claim, spans[i].text) for i in read]), dtype=np.float64)
+    encoded = _encode(encoder, distinct, precision) if len(distinct) > 1 else np.zeros((1, 1))
+    claim_vector = encoded[0]
+    out, asks = [], []
+    for d, (text, sentences, offer) in enumerate(zip(texts, found, offered)):
+        if not offer:
+            out.append(Candidates([], [], _EMPTY.copy(), _EMPTY, _EMPTY, _EMPTY, _EMPTY))
+            continue
+        spans = [span for _, span in offer]
+        sentence = [index for index, _ in offer]
+        sentence_vectors = encoded[[row[s.text] for s in sentences]]
+        span_vectors = encoded[[row[s.text] for s in spans]]
+        starts = [para.start for para in paragraphs_of(text, sentences)]
+        centres = np.zeros_like(sentence_vectors)
+        for i in range(len(sentences)):
+            near = [j for j in range(max(0, i - CENTRE_REACH), min(len(sentences), i + CENTRE_REACH + 1))
+                    if starts[j] == starts[i]]
+            mean = sentence_vectors[near].mean(axis=0)
+            centres[i] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+        first = np.array([float(i == 0 or starts[i] != starts[i - 1]) for i in sentence])
+        found_here = Candidates(spans, sentence, np.zeros(len(spans)), span_vectors @ claim_vector,
+                                np.einsum("ij,ij->i", span_vectors, centres[sentence]), first,
+                                np.array([float(word_count(s.text)) for s in spans]))
+        read = (np.flatnonzero(found_here.scores(settings) + 1.0 >= settings.threshold) if settings is not None
+                else np.arange(len(spans)))
+        asks += [(d, int(i)) for i in read]
+        out.append(found_here)
+    if asks:
+        scores = np.asarray(scorers.relevance([(claim, out[d].spans[i].text) for d, i in asks]), dtype=np.float64)
+        for (d, i), score in zip(asks, scores):
+            out[d].relevance[i] = score
     return out
 
 
+def read_candidates(text: str, claim: str, scorers: Scorers, encoder: Encoder,
+                    settings: MineSettings | None = None, precision: str = "float32") -> Candidates:
+    """Every candidate unit of ``text`` (see :func:`perspectrum.text.mining.candidates`; never one
+    in a heading, :func:`perspectrum.text.key_points.is_heading`) with the relevance model's score
+    for ``claim`` and the cosine features: one encoder call (each distinct text once: a sentence
+    that is its own candidate is encoded once) and one relevance call.
+
+    With ``settings``, the relevance model reads only the candidates that could reach
+    ``settings.threshold``: every score is in [0, 1], so a candidate whose other terms sum
+    below ``threshold − 1`` cannot, and its relevance is left at 0. What :func:`mine` keeps is
+    the same either way; without ``settings`` every candidate is read (dev tuning re-scores
+    the same candidates under many settings)."""
+    return read_candidates_many([text], claim, scorers, encoder, settings, precision)[0]
+
+
+def mine_many(texts: Sequence[str], claim: str, scorers: Scorers, encoder: Encoder, stance_threshold: float,
+              settings: MineSettings = MineSettings(), precision: str = "float32") -> list[list[MinedUnit]]:
+    """:func:`mine` for several texts at once, each text's units as :func:`mine` finds them alone:
+    one encoder call, one relevance call and one stance call for all of them."""
+    found = read_candidates_many(texts, claim, scorers, encoder, settings, precision)
+    chosen = []
+    for d, candidates_of in enumerate(found):
+        scores = candidates_of.scores(settings)
+        chosen += [(d, i, float(scores[i])) for i in non_overlapping(candidates_of.spans, scores, settings.threshold)]
+    support = scorers.stance([(claim, found[d].spans[i].text) for d, i, _ in chosen]) if chosen else []
+    units: list[list[MinedUnit]] = [[] for _ in texts]
+    for (d, i, score), p in zip(chosen, support):
+        span = found[d].spans[i]
+        units[d].append(MinedUnit(span.start, span.end, span.text, round(score, 4),
+                                  "support" if p >= stance_threshold else "undermine", round(float(p), 4),
+                                  found[d].sentence[i]))
+    return [sorted(doc_units, key=lambda u: u.start) for doc_units in units]
+
+
 def mine(text: str, claim: str, scorers: Scorers, encoder: Encoder, stance_threshold: float,
-         settings: MineSettings = MineSettings()) -> list[MinedUnit]:
+         settings: MineSettings = MineSettings(), precision: str = "float32") -> list[MinedUnit]:
     """The argument units of ``text`` for ``claim``, in text order (see :mod:`perspectrum.text.mining`).
 
-    ``scorers`` answers ``relevance`` and ``stance``, ``encoder`` the vectors; a unit supports
-    the claim when the stance model's P(support) is at or above ``stance_threshold``. ``text``
-    and ``claim`` are expected checked (:meth:`perspectrum.Pipeline.mine` checks them).
+    ``scorers`` answers ``relevance`` and ``stance``, ``encoder`` the vectors (in ``precision``:
+    :meth:`perspectrum.encoders.bi_encoder.Encoder.precision`); a unit supports the claim when
+    the stance model's P(support) is at or above ``stance_threshold``. ``text`` and ``claim`` are
+    expected checked (:meth:`perspectrum.Pipeline.mine` checks them).
     """
-    found = read_candidates(text, claim, scorers, encoder, settings)
-    scores = found.scores(settings)
-    chosen = non_overlapping(found.spans, scores, settings.threshold)
-    support = scorers.stance([(claim, found.spans[i].text) for i in chosen]) if chosen else []
-    units = [MinedUnit(found.spans[i].start, found.spans[i].end, found.spans[i].text, round(float(scores[i]), 4),
-                       "support" if p >= stance_threshold else "undermine", round(float(p), 4), found.sentence[i])
-             for i, p in zip(chosen, support)]
-    return sorted(units, key=lambda u: u.start)
+    return mine_many([text], claim, scorers, encoder, stance_threshold, settings, precision)[0]

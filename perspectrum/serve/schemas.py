@@ -151,10 +151,11 @@ class MappedPerspectiveOut(BaseModel):
     key_point: str = Field(description="the unit that names the perspective (also `quotes[0]`)")
     side: Literal["support", "undermine", "unclear"]
     confidence: float = Field(description="calibrated probability of the side shown (of support when unclear)")
-    documents: int = Field(description="how many documents make it")
+    documents: int = Field(description="how many documents make it (a document that makes it twice counts once)")
     units: int
-    share: float = Field(description="`documents` of the documents read")
+    share: float = Field(description="`documents` of the distinct documents read")
     quotes: list[QuoteOut]
+    made_by: list[str] = Field(description="the ids of the documents that make it, in the quotes' order")
 
 
 class SkippedOut(BaseModel):
@@ -170,6 +171,9 @@ class MapOut(BaseModel):
     units: int = Field(description="argument units mined from them")
     skipped: list[SkippedOut] = Field(description="what could not be read (always empty here: a request with an "
                                                    "unreadable document is refused)")
+    duplicates: dict[str, list[str]] = Field(description="near-copies (the same text pasted or templated): the first "
+                                                         "document's id → its copies' ids; a copy is not mined and "
+                                                         "never counts twice")
     perspectives: list[MappedPerspectiveOut] = Field(description="made by at least `min_documents` documents, "
                                                                  "most prevalent first")
     also_mentioned: list[MappedPerspectiveOut] = Field(description="made by fewer documents")

@@ -182,7 +182,7 @@ def test_a_pile_named_another_way_resumes_from_its_units_file(pile: Path, tmp_pa
     assert code == 0 and sorted(_ids(units)) == sorted(f"doc{n}.txt" for n in range(1, len(TEXTS) + 1))
     quoted = {q["document"] for p in json.loads(first)["perspectives"] for q in p["quotes"]}
     assert quoted and quoted <= set(_ids(units))  # quotes name documents as the units file does
-    monkeypatch.setattr(map_module, "mine", lambda *a, **k: pytest.fail("a document was mined again"))
+    monkeypatch.setattr(map_module, "mine_many", lambda *a, **k: pytest.fail("a document was mined again"))
     monkeypatch.chdir(pile)
     code, again, stderr = _run(pile.resolve(), units)
     assert code == 0, stderr
@@ -211,12 +211,12 @@ def test_a_units_file_of_path_named_documents_resumes_or_says_why_in_one_line(pi
     assert f"document {files[0]!r} is not among those given: this file was written when documents were named by " \
            "their file's path" in errors[0] and errors[0].endswith("give --units a new file")
     assert units.read_bytes() == before
-    monkeypatch.setattr(map_module, "mine", lambda *a, **k: pytest.fail("a document was mined again"))
+    monkeypatch.setattr(map_module, "mine_many", lambda *a, **k: pytest.fail("a document was mined again"))
     result = CliRunner().invoke(app, ["map", *files, "--claim", CLAIM, "--json", "--units", str(units)])
     assert result.exit_code == 0, result.output  # each file named by its path, as the old file names it
     assert _answer(result.stdout)["perspectives"] == [
-        {**p, "quotes": [{**q, "document": str(pile / q["document"])} for q in p["quotes"]]}
-        for p in _answer(first)["perspectives"]]
+        {**p, "quotes": [{**q, "document": str(pile / q["document"])} for q in p["quotes"]],
+         "made_by": [str(pile / d) for d in p["made_by"]]} for p in _answer(first)["perspectives"]]
 
 
 class FullDisk:

@@ -162,7 +162,8 @@ def test_the_second_pass_joins_groups_whose_key_points_match_and_adopts_thin_gro
              _unit("Zoos protect rare species", "c"), _unit("Zoos protect rare species", "d"),
              _unit("Zoos protect the animals they keep", "e")]
     # cut high: three groups (the wording of each pair, and one alone)
-    kept = build_map("Zoos should exist", units, models.encode, 5, models.equivalence, STANCE, MapSettings(), 0.5, 0.99)
+    kept = build_map("Zoos should exist", units, models.encode, 5, models.equivalence, STANCE, MapSettings(join=None),
+                     0.5, 0.99)
     assert sorted(p.documents for p in kept[0]) == [2, 2] and len(kept[1]) == 1
     joined, also = build_map("Zoos should exist", units, models.encode, 5, models.equivalence, STANCE,
                              MapSettings(join=0.6), 0.5, 0.99)
@@ -186,12 +187,12 @@ def test_a_group_side_is_its_units_confidence_weighted_vote_and_unclear_when_the
              ("b", MinedUnit(0, 30, "Zoos protect endangered species", 0.9, "undermine", 0.2, 0)),
              ("c", MinedUnit(0, 30, "Zoos protect endangered species too", 0.9, "undermine", 0.2, 0))]
     stance = Stance(threshold=0.5, margin=0.1, scale=1.0, unclear=0.0)
-    shown, _ = build_map("Zoos should exist", units, models.encode, 3, models.equivalence, stance, MapSettings(),
-                         0.5, 0.6)
+    shown, _ = build_map("Zoos should exist", units, models.encode, 3, models.equivalence, stance,
+                         MapSettings(disagree=True), 0.5, 0.6)
     assert len(shown) == 1 and shown[0].key_point == "Zoos protect endangered species very well indeed"
     assert shown[0].side == "unclear"  # the vote undermines, the key point itself leans to support
-    shown, _ = build_map("Zoos should exist", units, models.encode, 3, models.equivalence, stance,
-                         MapSettings(disagree=False), 0.5, 0.6)
+    shown, _ = build_map("Zoos should exist", units, models.encode, 3, models.equivalence, stance, MapSettings(),
+                         0.5, 0.6)
     assert shown[0].side == "undermine"
 
 

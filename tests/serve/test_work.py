@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from perspectrum import _memory
 from perspectrum.serve import work
 
 
@@ -13,8 +14,8 @@ from perspectrum.serve import work
 def trims(monkeypatch) -> list[int]:
     """Each call the pool makes to the C library's trim, recorded instead of made."""
     calls: list[int] = []
-    monkeypatch.setattr(work, "_TRIM", lambda pad: calls.append(pad) or 1)
-    monkeypatch.setattr(work, "_trimmed", [0.0])
+    monkeypatch.setattr(_memory, "_TRIM", lambda pad: calls.append(pad) or 1)
+    monkeypatch.setattr(_memory, "_trimmed", [0.0])
     return calls
 
 
@@ -27,7 +28,7 @@ def test_work_is_answered_as_it_was_and_the_free_pages_go_back_after_it(trims) -
         def fails() -> None:
             raise ValueError("the work's own error")
 
-        work._trimmed[0] = 0.0
+        _memory._trimmed[0] = 0.0
         with pytest.raises(ValueError, match="the work's own error"):
             asyncio.run(pool.run(fails))
         assert trims == [0, 0]  # after failed work too
@@ -36,13 +37,13 @@ def test_work_is_answered_as_it_was_and_the_free_pages_go_back_after_it(trims) -
 
 
 def test_the_free_pages_go_back_at_most_once_a_second(trims) -> None:
-    assert work.give_back_memory(now=100.0) is True
-    assert work.give_back_memory(now=100.0 + work.TRIM_EVERY / 2) is False
-    assert work.give_back_memory(now=100.0 + work.TRIM_EVERY) is True
+    assert _memory.give_back_memory(now=100.0) is True
+    assert _memory.give_back_memory(now=100.0 + _memory.TRIM_EVERY / 2) is False
+    assert _memory.give_back_memory(now=100.0 + _memory.TRIM_EVERY) is True
     assert trims == [0, 0]
 
 
 def test_no_trim_where_the_c_library_has_none(monkeypatch) -> None:
-    monkeypatch.setattr(work, "_TRIM", None)
-    monkeypatch.setattr(work, "_trimmed", [0.0])
-    assert work.give_back_memory(now=100.0) is False
+    monkeypatch.setattr(_memory, "_TRIM", None)
+    monkeypatch.setattr(_memory, "_trimmed", [0.0])
+    assert _memory.give_back_memory(now=100.0) is False

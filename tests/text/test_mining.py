@@ -30,7 +30,7 @@ from perspectrum.text.document import (
 )
 from perspectrum.errors import PerspectrumError
 from perspectrum.pipeline.match import match_arguments
-from perspectrum.pipeline.mine import mine, read_candidates
+from perspectrum.pipeline.mine import mine, mine_many, read_candidates
 from perspectrum.text.matching import MatchSettings, argument_scores, check_arguments, margins
 from perspectrum.text.mining import MineSettings, candidates, non_overlapping
 
@@ -184,6 +184,29 @@ def test_mine_reads_only_candidates_that_could_pass_and_keeps_the_same_units() -
     assert len(some.read) == reach.sum()  # the relevance model read no candidate that could not pass
     chosen = non_overlapping(full.spans, full.scores(settings), settings.threshold)
     assert sorted(u.text for u in kept) == sorted(full.spans[i].text for i in chosen) and kept
+
+
+def test_mining_several_texts_at_once_finds_what_each_finds_alone_with_one_call_per_model() -> None:
+    texts = [ESSAY, "# Zoos\n\nZoos protect species. Animals suffer in small cages.", "The weather was fine.",
+             ESSAY.replace("Zoos", "Zoos today")]
+    settings = MineSettings(claim=0.0, centre=0.0, first=0.0, length=0.0, threshold=0.5)
+    calls = []
+
+    class OneCall(Counting):
+        def relevance(self, pairs):
+            calls.append("relevance")
+            return super().relevance(pairs)
+
+        def stance(self, pairs):
+            calls.append("stance")
+            return super().stance(pairs)
+
+    encoder = CountingEncoder()
+    together = mine_many(texts, "Zoos should exist", OneCall(), encoder, 0.5, settings)
+    assert together == [mine(t, "Zoos should exist", WordScorers(), WordEncoder(), 0.5, settings) for t in texts]
+    assert sorted(calls) == ["relevance", "stance"] and len(encoder.texts) == len(set(encoder.texts))
+    assert together[2] == [] and all(u.text != "# Zoos" for u in together[1])  # a heading is never a unit
+    assert mine_many([], "Zoos should exist", OneCall(), encoder, 0.5, settings) == []
 
 
 def test_margins_over_rival_arguments_by_hand() -> None:

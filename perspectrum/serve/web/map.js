@@ -49,7 +49,8 @@ function card(found, read) {
   const fill = element("span", "fill");
   fill.style.width = `${(100 * found.share).toFixed(1)}%`;
   bar.append(fill);
-  const prevalence = `${shared} (${percent(found.share)}), ${counted(found.units, "unit")}`;
+  const named = found.made_by.slice(0, 3).join(", ") + (found.made_by.length > 3 ? ` and ${found.made_by.length - 3} more` : "");
+  const prevalence = `${shared} (${percent(found.share)}), ${counted(found.units, "unit")}: ${named}`;
   item.append(bar, element("p", "meta prevalence", prevalence));
   const quotes = element("details", "quotes");
   quotes.append(element("summary", "", counted(found.quotes.length, "quote")));
@@ -61,7 +62,9 @@ function card(found, read) {
 function show(result) {
   const floor = result.documents >= result.settings.min_documents ? result.settings.min_documents : 1;
   $("result-claim").textContent = `Perspectives on “${result.claim}”`;
+  const copies = Object.values(result.duplicates || {}).reduce((n, later) => n + later.length, 0);
   $("result-meta").textContent = `${counted(result.documents, "document")} read · ` +
+    (copies ? `${copies.toLocaleString("en")} near-${copies === 1 ? "copy" : "copies"} of another counted once · ` : "") +
     `${counted(result.units, "argument unit")} · ${result.seconds.toFixed(1)} s`;
   const shared = $("perspectives");
   shared.replaceChildren(...result.perspectives.map((p) => card(p, result.documents)));
