@@ -39,7 +39,7 @@ from perspectrum.data import load_dataset
 from perspectrum.eval.map_quality import document_counts, judge_free, mine_piles, piles
 from perspectrum.eval.metrics import f1
 from perspectrum.models.rules import cluster_support
-from perspectrum.pipeline.map import MapSettings, build_map, group_support
+from perspectrum.pipeline.map import MapSettings, build_map
 from perspectrum.pipeline.pipeline import Pipeline
 from perspectrum.pipeline.results import side
 from perspectrum.pipeline.stages import ClusterStage, Stance
@@ -61,6 +61,13 @@ def previous_key_point(members: Any, texts: Any, matrix: np.ndarray) -> int:
         centre = float(np.mean([matrix[i, j] for j in members if j != i])) if len(members) > 1 else 1.0
         return (states, 6 <= words <= 30, centre, -i)
     return max(members, key=rank)
+
+
+def group_support(supports: list[float], threshold: float) -> float:
+    """A confidence-weighted vote: each unit's P(support) weighted by how far it lies from the
+    stance cut ``threshold`` (the plain mean when all sit on it)."""
+    weights = np.abs(np.asarray(supports, dtype=np.float64) - threshold)
+    return float(np.average(supports, weights=weights)) if float(weights.sum()) > 0 else float(np.mean(supports))
 
 
 def side_rules(supports: list[float], stance: Stance) -> dict[str, str]:

@@ -198,15 +198,17 @@ def mapped(result: PerspectiveMap) -> RenderableType:
     those a single document makes ("also mentioned")."""
     def table(title: str, rows: list[MappedPerspective]) -> Table:
         out = Table(title=literal(title, "table.title"), title_justify="left")
-        for column, justify in (("#", "right"), ("side", "left"), ("perspective (key point)", "left"),
-                                ("documents", "right"), ("share", "right"), ("made by", "left")):
+        for column, justify in (("#", "right"), ("side", "left"), ("perspective (key point), made by", "left"),
+                                ("documents", "right"), ("share", "right")):
             out.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
         for n, found in enumerate(rows, 1):
             shown = f"{found.side} {found.confidence:.0%}" if found.side != "unclear" else "side unclear"
             names = ", ".join(found.made_by[:MADE_BY_SHOWN]) + (
                 f" and {len(found.made_by) - MADE_BY_SHOWN} more" if len(found.made_by) > MADE_BY_SHOWN else "")
-            out.add_row(str(n), Text(shown, style=COLOUR[found.side]), literal(found.key_point),
-                        f"{found.documents} ({counted(found.units, 'unit')})", f"{found.share:.0%}", literal(names))
+            point = literal(found.key_point)
+            point.append("\n" + names, style="dim")
+            out.add_row(str(n), Text(shown, style=COLOUR[found.side]), point,
+                        f"{found.documents} ({counted(found.units, 'unit')})", f"{found.share:.0%}")
         return out
 
     if not result.perspectives and not result.also_mentioned:

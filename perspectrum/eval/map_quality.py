@@ -297,15 +297,12 @@ def mine_piles(pipe: Any, found: Sequence[Pile], show_progress: bool = False) ->
     return out
 
 
-def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", lowers: Sequence[float] = (LOWER,),
-                 show_progress: bool = False, mined: Sequence[Sequence[tuple[str, MinedUnit]]] | None = None,
-                 joins: Sequence[float | None] = (JOIN,)) -> dict[str, Any]:
-    """Mine every ``split`` pile once with ``pipe`` and map it with the clustering cut
-    lowered by each of ``lowers`` and the second pass joining at each of ``joins`` (``None``: no
-    second pass); the figures for each (percent; counts as counts).
-
-    On dev this chooses the default :data:`perspectrum.pipeline.map.LOWER` (the
-    highest F1 of coverage and purity); on test, run it with the chosen value alone.
+def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", settings: Sequence[tuple[float, float | None]] = (
+                 (LOWER, JOIN),), show_progress: bool = False,
+                 mined: Sequence[Sequence[tuple[str, MinedUnit]]] | None = None) -> dict[str, Any]:
+    """Mine every ``split`` pile once with ``pipe`` and map it at each of ``settings``: (how far
+    the clustering cut is lowered, the second pass's join or ``None`` for none); the figures for
+    each (percent; counts as counts). On test, run it with the dev-chosen setting alone.
     """
     started = time.perf_counter()
     stance, cluster = pipe.stage(Stance), pipe.stage(ClusterStage)
@@ -332,15 +329,14 @@ def evaluate_map(dataset: Dataset, pipe: Any, split: str = "dev", lowers: Sequen
 
     judge = CachedJudge(Judge(pipe.scorers, encoder), encode)
     tried = []
-    with progress("map: grouping and judging", len(lowers) * len(joins) * len(mined_pairs),
-                  enabled=show_progress) as advance:
-        for lower, join in ((lower, join) for lower in lowers for join in joins):
+    with progress("map: grouping and judging", len(settings) * len(mined_pairs), enabled=show_progress) as advance:
+        for lower, join in settings:
             threshold = max(0.0, cluster.threshold - lower)
-            settings = replace(MapSettings(), threshold=threshold, join=join)
+            chosen = replace(MapSettings(), threshold=threshold, join=join)
             counts = []
             for pile, units in mined_pairs:
                 shown, also = build_map(pile.claim.text, units, encode, len(pile.documents), equivalence,
-                                        stance, settings, cluster.weight, threshold)
+                                        stance, chosen, cluster.weight, threshold)
                 counts.append(score_pile(dataset, pile, [*shown, *also], judge))
                 advance(1)
             tried.append({"lower": lower, "threshold": round(threshold, 4), "join": join,

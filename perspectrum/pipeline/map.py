@@ -10,7 +10,8 @@ groups equivalent units across documents into perspectives the way ``discover`` 
 - each unit's most similar units (cosine of their vectors, :attr:`MapSettings.neighbours`
   of them) are read by the equivalence model, blended with the cosine;
 - two units the stance model puts confidently on opposite sides are never joined;
-- average linkage cuts at :attr:`MapSettings.threshold`: ``discover``'s clustering cut;
+- average linkage cuts at :attr:`MapSettings.threshold`: ``discover``'s clustering cut lowered
+  by :data:`LOWER`;
 - a second pass (:func:`second_pass`) joins groups whose key points the equivalence model
   matches at :data:`JOIN`: units that make one point in different words, cut apart by the
   first pass, become one perspective.
@@ -19,7 +20,7 @@ Each perspective is named by its key point: the most central unit among those th
 key point (:func:`perspectrum.text.key_points.rules_broken`: 6–25 words, no question, heading,
 Markdown, framing or dangling pronoun). Its prevalence is how many documents (and units) make
 it, a document that makes it twice counted once, with their ids; its side and confidence are
-its units' confidence-weighted vote, calibrated as ``discover``'s cards are. Perspectives are
+the cluster's vote, calibrated as ``discover``'s cards are. Perspectives are
 ordered by prevalence; those made by a single document (when more than one was read) are kept
 apart as "also mentioned". At most :data:`MAX_MAP_UNITS` units are grouped at once.
 """
@@ -37,7 +38,7 @@ from perspectrum._memory import give_back_memory
 from perspectrum._progress import progress
 from perspectrum.encoders.bi_encoder import Encoder
 from perspectrum.errors import PerspectrumError
-from perspectrum.models.rules import blend, groups, split_sides
+from perspectrum.models.rules import blend, cluster_support, groups, split_sides
 from perspectrum.models.scorers import Scorers
 from perspectrum.pipeline.mine import mine_many
 from perspectrum.pipeline.results import side
@@ -49,11 +50,12 @@ from perspectrum.text.key_points import rules_broken
 
 #: Groups each group's key point is compared with in the second pass (the nearest by cosine).
 NEAR_GROUPS = 5
-#: The second pass's join (:attr:`MapSettings.join`), chosen on map's dev piles: of the cuts, joins
-#: and adoptions tried, the highest F1 of the share of gold paragraphs a main-list perspective
-#: quotes and the purity of the main list, with at most 1.5 main-list and 3 also-mentioned
-#: perspectives per gold perspective (``eval/results/map_grouping_shipped_dev.json``).
-JOIN = 0.6
+#: The second pass's join (:attr:`MapSettings.join`), chosen on map's dev piles with the first cut
+#: (:data:`LOWER`): of the cuts, joins and adoptions tried, the highest F1 of the share of gold
+#: paragraphs a main-list perspective quotes and the purity of the main list, with at most 1.5
+#: main-list and 3 also-mentioned perspectives per gold perspective
+#: (``eval/results/map_grouping_shipped_dev.json``). Adopting thin groups never raised it.
+JOIN = 0.55
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,8 +75,6 @@ class MapSettings:
             perspective (``None``: groups are not joined); see :func:`second_pass`.
         adopt: blended similarity of a thin group's unit to a fuller perspective's key point at
             or above which the thin group joins it (``None``: never).
-        disagree: show a perspective as "side unclear" when its units' vote and its key point's own
-            stance (P(support) against the stance cut) lean to opposite sides.
     """
 
     threshold: float | None = None
@@ -83,24 +83,23 @@ class MapSettings:
     min_documents: int = 2
     join: float | None = JOIN
     adopt: float | None = None
-    disagree: bool = False
 
 
 #: Documents mined together: one call of each model for the batch (its texts sorted by length pad
 #: less), and what a stopped run loses at most.
 MINE_BATCH = 16
-#: The encoder's arithmetic for mining a pile (:meth:`perspectrum.encoders.bi_encoder.Encoder.precision`):
-#: bfloat16 where the CPU has it natively, float32 elsewhere. Chosen on `mine`'s dev documents, where it
-#: keeps `mine`'s figures (``eval/results/mine_parity_shipped_dev.json``).
-MINE_PRECISION = "auto"
+#: The encoder's arithmetic for mining a pile (:meth:`perspectrum.encoders.bi_encoder.Encoder.precision`).
+#: bfloat16 kept `mine`'s dev figures (``eval/results/mine_parity_shipped_dev.json``) and encodes long
+#: documents about twice as fast, but the process's memory grew with every call in it (flat in float32):
+#: a pile of any size must not grow without bound, so float32.
+MINE_PRECISION = "float32"
 #: Most units grouped at once: the similarity matrix is dense (units², 8 bytes each: 200 MB
 #: at 5,000). Past it, the most plainly argued units are kept and the rest counted.
 MAX_MAP_UNITS = 5000
-#: How far below ``discover``'s clustering cut map joins units, by default: not at all. Chosen on
-#: dev by the F1 of coverage and purity, which every lowering tried (0.1 to 0.5) lowered: joining
-#: more merged units of different gold clusters (eval/results/map_lowers_trained_dev.json, docs/map.md);
-#: a lower cut also lost to the second pass on the grouping's own dev figures (:data:`JOIN`).
-LOWER = 0.0
+#: How far below ``discover``'s clustering cut (0.76 for the shipped models) map's first pass cuts:
+#: chosen on map's dev piles with the second pass (:data:`JOIN`), by the rule given there. Lowering
+#: alone, without a second pass, lost coverage and purity on dev (eval/results/map_lowers_trained_dev.json).
+LOWER = 0.06
 
 
 @dataclass(frozen=True)
@@ -213,16 +212,6 @@ def key_point(members: Sequence[int], texts: Sequence[str], matrix: np.ndarray) 
     return max(members, key=rank)
 
 
-def group_support(supports: Sequence[float], threshold: float) -> float:
-    """A group's P(support): its units' P(support), each weighted by how far it lies from the
-    stance cut ``threshold`` (a unit the model is sure of outvotes two it is unsure of); the
-    plain mean when every unit sits on the cut."""
-    weights = np.abs(np.asarray(supports, dtype=np.float64) - threshold)
-    if float(weights.sum()) <= 0:
-        return float(np.mean(supports))
-    return float(np.average(supports, weights=weights))
-
-
 def _joined(pairs: Sequence[tuple[float, int, int]], clusters: list[list[int]], leaning: Sequence[int]
             ) -> list[list[int]]:
     """``clusters`` after joining each pair (score, a, b) of cluster indices, best first, when
@@ -320,8 +309,9 @@ def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callab
 
     Units are cut into groups (average linkage at ``threshold``, never confident opposites in one),
     the groups joined by :func:`second_pass`, and each named by its :func:`key_point`. A group's
-    side is its units' confidence-weighted vote (:func:`group_support`), calibrated; shown as
-    "unclear" when the vote and its key point's own stance lean to opposite sides (``settings.disagree``)."""
+    side is its confident units' mean P(support) (:func:`perspectrum.models.rules.cluster_support`),
+    calibrated: on dev it was as right as a confidence-weighted vote and righter than one that the
+    key point can overrule (``eval/results/map_grouping_shipped_dev.json``)."""
     if not units:
         return [], []
     texts = [u.text for _, u in units]
@@ -336,10 +326,8 @@ def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callab
     found = []
     for members in clusters:
         head = key_point(members, texts, matrix)
-        q = stance.confidence(group_support([supports[i] for i in members], stance.threshold))
+        q = stance.confidence(cluster_support([supports[i] for i in members], [sides[i] for i in members]))
         shown = side(q, stance.unclear)
-        if settings.disagree and shown != "unclear" and (supports[head] >= stance.threshold) != (shown == "support"):
-            shown = "unclear"  # the units' vote and the key point itself lean to opposite sides
         order = [head, *sorted((i for i in members if i != head), key=lambda i: (units[i][0], units[i][1].start))]
         quotes = tuple(Quote(units[i][0], units[i][1].start, units[i][1].end, texts[i], supports[i]) for i in order)
         made_by = tuple(dict.fromkeys(q.document for q in quotes))

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from perspectrum.cli.app import app
 from perspectrum.errors import PerspectrumError
 from perspectrum.cli.map_page import map_page
-from perspectrum.pipeline.map import MapSettings, build_map, group_support, key_point, map_pile
+from perspectrum.pipeline.map import MapSettings, build_map, key_point, map_pile
 from perspectrum.pipeline.stages import ClusterStage
 from perspectrum.pipeline.stages import Stance
 from perspectrum.text.mining import MinedUnit
@@ -177,23 +177,6 @@ def test_the_second_pass_joins_groups_whose_key_points_match_and_adopts_thin_gro
     shown, also = build_map("Zoos should exist", other, models.encode, 6, models.equivalence, STANCE,
                             MapSettings(join=0.0, adopt=0.0), 0.5, 0.99)
     assert [p.side for p in also] == ["undermine"] and all(p.side == "support" for p in shown)
-
-
-def test_a_group_side_is_its_units_confidence_weighted_vote_and_unclear_when_the_key_point_disagrees() -> None:
-    assert group_support([0.95, 0.45, 0.45], 0.5) > 0.5  # one sure unit outvotes two unsure ones
-    assert abs(group_support([0.5, 0.5], 0.5) - 0.5) < 1e-9
-    models = WordModels()
-    units = [("a", MinedUnit(0, 30, "Zoos protect endangered species very well indeed", 0.9, "support", 0.58, 0)),
-             ("b", MinedUnit(0, 30, "Zoos protect endangered species", 0.9, "undermine", 0.2, 0)),
-             ("c", MinedUnit(0, 30, "Zoos protect endangered species too", 0.9, "undermine", 0.2, 0))]
-    stance = Stance(threshold=0.5, margin=0.1, scale=1.0, unclear=0.0)
-    shown, _ = build_map("Zoos should exist", units, models.encode, 3, models.equivalence, stance,
-                         MapSettings(disagree=True), 0.5, 0.6)
-    assert len(shown) == 1 and shown[0].key_point == "Zoos protect endangered species very well indeed"
-    assert shown[0].side == "unclear"  # the vote undermines, the key point itself leans to support
-    shown, _ = build_map("Zoos should exist", units, models.encode, 3, models.equivalence, stance, MapSettings(),
-                         0.5, 0.6)
-    assert shown[0].side == "undermine"
 
 
 def test_near_copies_are_collapsed_reported_and_counted_once() -> None:
