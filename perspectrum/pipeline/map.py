@@ -215,26 +215,20 @@ def key_point(members: Sequence[int], texts: Sequence[str], matrix: np.ndarray) 
 def _joined(pairs: Sequence[tuple[float, int, int]], clusters: list[list[int]], leaning: Sequence[int]
             ) -> list[list[int]]:
     """``clusters`` after joining each pair (score, a, b) of cluster indices, best first, when
-    the two groups they now belong to do not lean to opposite sides."""
-    root = list(range(len(clusters)))
+    the two groups they now belong to do not lean to opposite sides; in the order of each
+    group's first cluster."""
+    from scipy.cluster.hierarchy import DisjointSet
 
-    def find(a: int) -> int:
-        while root[a] != a:
-            root[a] = root[root[a]]
-            a = root[a]
-        return a
-
-    side = list(leaning)
+    joined = DisjointSet(range(len(clusters)))
+    side = {k: leaning[k] for k in range(len(clusters))}  # by each group's root
     for _, a, b in sorted(pairs, key=lambda t: (-t[0], t[1], t[2])):
-        ra, rb = find(a), find(b)
+        ra, rb = joined[a], joined[b]
         if ra == rb or side[ra] * side[rb] < 0:
             continue
-        big, small = (ra, rb) if (len(clusters[ra]), -ra) >= (len(clusters[rb]), -rb) else (rb, ra)
-        root[small] = big
-        clusters[big] = clusters[big] + clusters[small]
-        clusters[small] = []
-        side[big] = side[big] or side[small]
-    return [c for c in clusters if c]
+        held = side[ra] or side[rb]
+        joined.merge(a, b)
+        side[joined[a]] = held
+    return [[i for k in sorted(group) for i in clusters[k]] for group in sorted(joined.subsets(), key=min)]
 
 
 def second_pass(claim: str, clusters: list[list[int]], units: Sequence[tuple[str, MinedUnit]],

@@ -22,6 +22,7 @@ def near_duplicates(texts: Mapping[str, str], threshold: float = NEAR_DUPLICATE)
     """Copies by the document they copy: ``{first id: [later ids]}`` for every group of documents
     whose word trigrams overlap at or above ``threshold`` (cosine; joined transitively), the
     first in ``texts``' order kept. Documents of fewer than three words are compared whole."""
+    from scipy.cluster.hierarchy import DisjointSet
     from sklearn.feature_extraction.text import HashingVectorizer
 
     ids = list(texts)
@@ -31,28 +32,15 @@ def near_duplicates(texts: Mapping[str, str], threshold: float = NEAR_DUPLICATE)
                                    norm="l2", alternate_sign=False, n_features=2 ** 22, token_pattern=r"(?u)\b\w+\b")
     short = [" ".join([t] * 3) if len(t.split()) < 3 else t for t in (" ".join(texts[i].split()) for i in ids)]
     matrix = vectorizer.transform(short).tocsr()
-    root = list(range(len(ids)))
-
-    def find(a: int) -> int:
-        while root[a] != a:
-            root[a] = root[root[a]]
-            a = root[a]
-        return a
-
+    copied = DisjointSet(range(len(ids)))
     for start in range(0, len(ids), _BLOCK):
         block = (matrix[start:start + _BLOCK] @ matrix.T).tocoo()
         for i, j, value in zip(block.row, block.col, block.data):
             a, b = start + int(i), int(j)
             if a < b and value >= threshold - 1e-9:
-                ra, rb = find(a), find(b)
-                if ra != rb:
-                    root[max(ra, rb)] = min(ra, rb)
-    copies: dict[str, list[str]] = {}
-    for n in range(len(ids)):
-        first = find(n)
-        if first != n:
-            copies.setdefault(ids[first], []).append(ids[n])
-    return copies
+                copied.merge(a, b)
+    groups = sorted((sorted(group) for group in copied.subsets() if len(group) > 1), key=lambda g: g[0])
+    return {ids[group[0]]: [ids[n] for n in group[1:]] for group in groups}
 
 
 def copies_of(groups: Mapping[str, list[str]]) -> set[str]:
