@@ -336,7 +336,7 @@ def test_ray_engine_mines_a_map_as_this_process_does(built, ray_cluster, tmp_pat
     def refuse(*_: Any, **__: Any) -> None:
         raise AssertionError("a document the ray run mined was mined again")
 
-    monkeypatch.setattr(map_module, "mine", refuse)  # the ray run's file resumes here: nothing to mine
+    monkeypatch.setattr(map_module, "mine_many", refuse)  # the ray run's file resumes here: nothing to mine
     assert shape(map_documents(built.pipe, documents, "Zoos should exist", units=units).to_dict()) == shape(here)
 
 
