@@ -28,7 +28,7 @@ apart as "also mentioned". At most :data:`MAX_MAP_UNITS` units are grouped at on
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -89,16 +89,15 @@ class MapSettings:
 #: less), and what a stopped run loses at most.
 MINE_BATCH = 16
 #: The encoder's arithmetic for mining a pile (:meth:`perspectrum.encoders.bi_encoder.Encoder.precision`).
-#: bfloat16 kept `mine`'s dev figures (``eval/results/mine_parity_shipped_dev.json``) and encodes long
-#: documents about twice as fast, but the process's memory grew with every call in it (flat in float32):
-#: a pile of any size must not grow without bound, so float32.
+#: bfloat16 kept `mine`'s dev figures (``eval/results/mine_parity_shipped_dev.json``) and encodes faster,
+#: but the process's memory grew with every call in it (level in float32): a pile of any size must not
+#: grow without bound, so float32.
 MINE_PRECISION = "float32"
 #: Most units grouped at once: the similarity matrix is dense (units², 8 bytes each: 200 MB
 #: at 5,000). Past it, the most plainly argued units are kept and the rest counted.
 MAX_MAP_UNITS = 5000
 #: How far below ``discover``'s clustering cut (0.76 for the shipped models) map's first pass cuts:
-#: chosen on map's dev piles with the second pass (:data:`JOIN`), by the rule given there. Lowering
-#: alone, without a second pass, lost coverage and purity on dev (eval/results/map_lowers_trained_dev.json).
+#: chosen on map's dev piles with the second pass (:data:`JOIN`), by the rule given there.
 LOWER = 0.06
 
 
@@ -257,21 +256,20 @@ def second_pass(claim: str, clusters: list[list[int]], units: Sequence[tuple[str
         return len({units[i][0] for i in members})
 
     def scored(asks: list[tuple[int, int, int, int]]) -> list[tuple[float, int, int]]:
-        """(a, b, unit of a, unit of b) → (blended score, a, b), asks whose cosine cannot reach are left out."""
+        """(group a, group b, unit of a, unit of b) → (the units' blended score, a, b)."""
         if not asks:
             return []
         read = equivalence([(claim, texts[i], texts[j]) for _, _, i, j in asks])
         return [(blend(float(score), float(vectors[i] @ vectors[j]), weight), a, b)
                 for (a, b, i, j), score in zip(asks, read)]
 
-    reach = NEAR_GROUPS
     if settings.join is not None and len(clusters) > 1:
         heads = [key_point(c, texts, matrix) for c in clusters]
         head_vectors = vectors[heads]
         cosine = head_vectors @ head_vectors.T
         np.fill_diagonal(cosine, -2.0)
         asks = sorted({(min(a, int(b)), max(a, int(b))) for a in range(len(clusters))
-                       for b in np.argsort(-cosine[a], kind="stable")[:reach]})
+                       for b in np.argsort(-cosine[a], kind="stable")[:NEAR_GROUPS]})
         asks4 = [(a, b, heads[a], heads[b]) for a, b in asks
                  if blend(1.0, float(cosine[a, b]), weight) >= settings.join]
         found = [t for t in scored(asks4) if t[0] >= settings.join]
@@ -285,12 +283,12 @@ def second_pass(claim: str, clusters: list[list[int]], units: Sequence[tuple[str
             asks4 = []
             for k in thin:
                 for i in clusters[k]:
-                    near = np.argsort(-(head_vectors @ vectors[i]), kind="stable")[:reach]
+                    near = np.argsort(-(head_vectors @ vectors[i]), kind="stable")[:NEAR_GROUPS]
                     asks4 += [(full[int(n)], k, heads[full[int(n)]], i) for n in near
                               if blend(1.0, float(head_vectors[int(n)] @ vectors[i]), weight) >= settings.adopt]
             best: dict[int, tuple[float, int]] = {}
             for score, a, b in scored(asks4):
-                if score >= settings.adopt and (score, -a) > (best.get(b, (-1.0, 0))[0], -best.get(b, (-1.0, 0))[1]):
+                if score >= settings.adopt and (b not in best or (score, -a) > (best[b][0], -best[b][1])):
                     best[b] = (score, a)
             moved = [(score, a, b) for b, (score, a) in best.items()
                      if leaning(clusters[a]) * leaning(clusters[b]) >= 0]
@@ -333,11 +331,19 @@ def build_map(claim: str, units: Sequence[tuple[str, MinedUnit]], encode: Callab
         order = [head, *sorted((i for i in members if i != head), key=lambda i: (units[i][0], units[i][1].start))]
         quotes = tuple(Quote(units[i][0], units[i][1].start, units[i][1].end, texts[i], supports[i]) for i in order)
         made_by = tuple(dict.fromkeys(q.document for q in quotes))
-        confidence = q if shown == "support" else 1 - q if shown == "undermine" else q
-        found.append(MappedPerspective(texts[head], shown, round(confidence, 4), len(made_by),
+        found.append(MappedPerspective(texts[head], shown, round(q if shown != "undermine" else 1 - q, 4), len(made_by),
                                        len(members), round(len(made_by) / max(1, documents), 4), quotes, made_by))
     found.sort(key=lambda p: (-p.documents, -p.units, -p.confidence, p.key_point))
     return [p for p in found if p.documents >= least], [p for p in found if p.documents < least]
+
+
+def mined_in_batches(texts: Sequence[str], claim: str, scorers: Scorers, encoder: Encoder,
+                     stance_threshold: float) -> Iterator[list[list[MinedUnit]]]:
+    """The units of ``texts``, :data:`MINE_BATCH` texts' at a time, in order, as ``map`` mines a
+    pile (:func:`perspectrum.pipeline.mine.mine_many`, the encoder in :data:`MINE_PRECISION`)."""
+    for start in range(0, len(texts), MINE_BATCH):
+        yield mine_many(list(texts[start:start + MINE_BATCH]), claim, scorers, encoder, stance_threshold,
+                        MineSettings(), MINE_PRECISION)
 
 
 def check_documents(documents: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
@@ -378,11 +384,9 @@ def map_pile(texts: Mapping[str, str], claim: str, scorers: Scorers, encoder: En
     distinct = [doc_id for doc_id in texts if doc_id not in copies]
     to_mine = [doc_id for doc_id in distinct if doc_id not in mined]
     with progress("mining the documents", len(to_mine), enabled=show_progress and bool(to_mine)) as advance:
-        for start in range(0, len(to_mine), MINE_BATCH):
-            batch = to_mine[start:start + MINE_BATCH]
-            found = mine_many([texts[doc_id] for doc_id in batch], claim, scorers, encoder, stance.threshold,
-                              MineSettings(), MINE_PRECISION)
-            for doc_id, doc_units in zip(batch, found):
+        ids = iter(to_mine)
+        for found in mined_in_batches([texts[doc_id] for doc_id in to_mine], claim, scorers, encoder, stance.threshold):
+            for doc_units, doc_id in zip(found, ids):  # found first: zip never takes an id past the batch
                 mined[doc_id] = doc_units
                 if on_mined is not None:
                     on_mined(doc_id, doc_units)

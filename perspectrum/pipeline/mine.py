@@ -27,9 +27,8 @@ _EMPTY = np.zeros(0)
 
 
 def _encode(encoder: Encoder, texts: list[str], precision: str) -> np.ndarray:
-    """``texts`` encoded in ``precision`` (:meth:`perspectrum.encoders.bi_encoder.Encoder.precision`;
-    an encoder without arithmetic to choose encodes as it does)."""
-    if precision == "float32" or not hasattr(encoder, "precision"):
+    """``texts`` encoded in ``precision`` (:meth:`perspectrum.encoders.bi_encoder.Encoder.precision`)."""
+    if precision == "float32":
         return np.asarray(encoder.encode(texts), dtype=np.float64)
     return np.asarray(encoder.encode(texts, precision=precision), dtype=np.float64)
 

@@ -64,9 +64,9 @@ from perspectrum.index.search import HybridSearcher
 from perspectrum.pipeline.stages import (EVIDENCE_STAGES, ORDER, ClaimState, ClusterStage, Context, EvidenceStage,
                                          Retrieve, Stage, Stance, Verify)
 from perspectrum.text.sentences import checked
-from perspectrum.pipeline.map import MINE_BATCH, MINE_PRECISION, MapSettings, PerspectiveMap, check_documents, map_pile
+from perspectrum.pipeline.map import MapSettings, PerspectiveMap, check_documents, map_pile, mined_in_batches
 from perspectrum.pipeline.match import match_arguments
-from perspectrum.pipeline.mine import mine, mine_many
+from perspectrum.pipeline.mine import mine
 
 __all__ = ["SCHEMA_VERSION", "ClaimError", "DiscoveredPerspective", "Discovery", "EvidenceHit", "NotPrepared",
            "Phrasing", "Pipeline", "PipelineConfig", "check_claim", "check_prepared", "own_store"]
@@ -357,12 +357,9 @@ class Pipeline:
 
     def mine_pile(self, texts: Sequence[str], claim: str) -> list[list[MinedUnit]]:
         """Each of ``texts``' argument units for ``claim``, as :meth:`map` mines a pile:
-        :data:`perspectrum.pipeline.map.MINE_BATCH` at a time (:func:`perspectrum.pipeline.mine.mine_many`),
-        the encoder in :data:`perspectrum.pipeline.map.MINE_PRECISION`. Texts and claim are expected checked."""
-        texts, threshold = list(texts), self.stage(Stance).threshold
-        return [units for start in range(0, len(texts), MINE_BATCH)
-                for units in mine_many(texts[start:start + MINE_BATCH], claim, self.scorers, self._encoder(), threshold,
-                                       MineSettings(), MINE_PRECISION)]
+        :func:`perspectrum.pipeline.map.mined_in_batches`. Texts and claim are expected checked."""
+        return [units for found in mined_in_batches(list(texts), claim, self.scorers, self._encoder(),
+                                                    self.stage(Stance).threshold) for units in found]
 
     def map(self, documents: Mapping[str, str] | Sequence[str], claim: str, settings: MapSettings | None = None,
             skipped: Sequence[Any] = (), mined: Mapping[str, Sequence[MinedUnit]] | None = None,

@@ -244,18 +244,24 @@ def test_a_folder_a_missing_file_and_a_bad_task_are_one_line(tmp_path) -> None:
         assert len(error_lines(result)) == 1 and words in result.stderr
 
 
+def interrupt_after(monkeypatch, batches: int) -> None:
+    """Ctrl-C (KeyboardInterrupt) while LightScorer is asked for the batch after ``batches``."""
+    real = LightScorer.score
+
+    def interrupted(self, items):
+        if len(self.batches) == batches:
+            raise KeyboardInterrupt
+        return real(self, items)
+
+    monkeypatch.setattr(LightScorer, "score", interrupted)
+
+
 def test_ctrl_c_and_a_file_changed_midway_say_how_far_the_output_goes(light, tmp_path, monkeypatch) -> None:
     path = tmp_path / "pairs.jsonl"
     batch = score_command.BATCH
     path.write_text("".join(pair(f"p{n}") + "\n" for n in range(3 * batch)))
     real = LightScorer.score
-
-    def interrupted(self, items):
-        if len(self.batches) == 2:
-            raise KeyboardInterrupt
-        return real(self, items)
-
-    monkeypatch.setattr(LightScorer, "score", interrupted)
+    interrupt_after(monkeypatch, 2)
     result = run("stance", path)
     assert result.exit_code == 130
     assert error_lines(result) == \
@@ -288,13 +294,7 @@ def test_out_is_written_whole_or_not_at_all(light, tmp_path, monkeypatch) -> Non
     assert len(scored) == 2 * batch + 3 and json.loads(scored[-1])["perspective"] == f"p{2 * batch + 2}"
     out.write_text("the previous scores\n")
     real = LightScorer.score
-
-    def interrupted(self, items):
-        if len(self.batches) == 1:
-            raise KeyboardInterrupt
-        return real(self, items)
-
-    monkeypatch.setattr(LightScorer, "score", interrupted)
+    interrupt_after(monkeypatch, 1)
     result = CliRunner().invoke(app, ["score", "stance", str(path), "--out", str(out)])
     assert result.exit_code == 130 and error_lines(result) == [f"error: interrupted: nothing was written to {out}"]
     assert out.read_text() == "the previous scores\n" and sorted(p.name for p in tmp_path.iterdir()) == [

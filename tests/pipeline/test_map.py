@@ -194,6 +194,19 @@ def test_near_copies_are_collapsed_reported_and_counted_once() -> None:
     assert found.to_dict()["duplicates"] == {"1": ["2"]}
 
 
+def test_a_pile_of_several_batches_is_mined_each_document_once_under_its_own_id() -> None:
+    from perspectrum.pipeline.map import MINE_BATCH
+    from tests.batch.map_fakes import WordEncoder, WordScorers
+
+    texts = {f"d{n}": f"Zoos protect {n} endangered species from extinction." for n in range(2 * MINE_BATCH + 3)}
+    seen: list[tuple[str, str]] = []
+    found = map_pile(texts, "Zoos should exist", WordScorers(), WordEncoder(),
+                     Stance(threshold=0.5, margin=0.2, scale=1.0, unclear=0.0), ClusterStage(weight=0.5, threshold=0.5),
+                     on_mined=lambda doc_id, units: seen.append((doc_id, units[0].text)))
+    assert [doc_id for doc_id, _ in seen] == list(texts) and all(texts[d] == text for d, text in seen)
+    assert found.units == len(texts)
+
+
 def _args(trained_dir) -> list[str]:
     data, indexes, models = trained_dir
     return ["--data-dir", str(data), "--no-verify", "--index-dir", str(indexes), "--models-dir", str(models)]
