@@ -10,8 +10,8 @@ join and adoption) maps every pile, and each map is read against the gold eviden
 perspective quotes, main-list and also-mentioned perspectives per gold perspective, purity, the
 side of every quoted gold paragraph under each side rule, cluster-level counts, and how many key
 points break the key point rules (:func:`perspectrum.text.key_points.rules_broken`), also as the
-previous chooser (the most central unit of a readable length that is no question and takes a
-side) would have named the same groups.
+chooser without the rules (the most central unit of a readable length that is no question and takes a
+side) names the same groups.
 
 Rule, fixed before the grid was read: the setting with the highest F1 of the quoted share and the
 main list's purity, among those with at most 1.5 main-list and 3 also-mentioned perspectives per
@@ -52,8 +52,8 @@ GRID = ([(0.76, join, adopt) for join in (None, 0.75, 0.65, 0.6, 0.55, 0.5, 0.45
         + [(0.7, join, None) for join in (None, 0.65, 0.55)])
 
 
-def previous_key_point(members: Any, texts: Any, matrix: np.ndarray) -> int:
-    """The key point chooser before the rules: most central among units of 6–30 words that
+def central_readable_key_point(members: Any, texts: Any, matrix: np.ndarray) -> int:
+    """A key point chooser without the rules: most central among units of 6–30 words that
     are no question and take a side."""
     def rank(i: int) -> tuple[bool, bool, float, int]:
         words = len(texts[i].split())
@@ -164,9 +164,9 @@ def main() -> None:
         print(json.dumps({k: v for k, v in tried[-1].items() if k not in ("side_rules", "key_point_rules_broken")}),
               flush=True)
     chooser = map_module.key_point
-    map_module.key_point = previous_key_point
+    map_module.key_point = central_readable_key_point
     try:
-        previous = run(0.76, None, None)
+        central = run(0.76, None, None)
     finally:
         map_module.key_point = chooser
     allowed = [row for row in tried if row["per_gold_shown"] <= 1.5 and row["per_gold_also"] <= 3]
@@ -180,7 +180,7 @@ def main() -> None:
                       "side: highest strict per-document accuracy",
               "chosen": {"cut": best["cut"], "join": best["join"], "adopt": best["adopt"], "side": best_side},
               "unit_stance_accuracy": unit_accuracy(found, mined, stance.threshold),
-              "previous_key_point_chooser": {key: previous[key] for key in
+              "central_readable_key_point_chooser": {key: central[key] for key in
                                              ("perspectives", "key_points_breaking", "key_point_rules_broken")},
               "tried": tried, "seconds": round(time.perf_counter() - started, 1),
               "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})"}
