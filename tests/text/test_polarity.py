@@ -140,7 +140,7 @@ def test_evidence_windows_argue_their_clusters_side_and_join_the_stance_pairs_wh
                  all(part in paragraph for part in window.split(". ")[:1])]
         assert homes and any(target in targets for targets in homes)
     plain = stance_examples(dataset, claims)
-    recipe = replace(CONFIGS["stance"], counterfactual=0.0, evidence=0.5)  # windows alone on top of the gold pairs
+    recipe = replace(CONFIGS["stance"], counterfactual=0.0, forms=0.0, evidence=0.5)  # windows alone on the gold pairs
     mixed, how = build_examples("stance", dataset, claims, None, recipe, seed=13)
     assert len(mixed) == len(plain) + min(len(windows), round(0.5 * len(plain)))
     assert mixed.pairs[:len(plain)] == plain.pairs and "windows of the clusters' evidence" in how
