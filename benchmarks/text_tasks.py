@@ -1,7 +1,11 @@
 """Tune and score `mine` and `match` on PERSPECTRUM (dev-tuned; the split named scored once).
 
-    python -m benchmarks.text_tasks mine --split dev   # tune on dev → eval/results/mine_trained_dev.json
-    python -m benchmarks.text_tasks mine --split test  # score test with dev's choice → eval/results/mine_trained_test.json
+    python -m benchmarks.text_tasks mine --split dev   # tune on dev → eval/results/mine_<system>_dev.json
+    python -m benchmarks.text_tasks mine --split test  # score test with dev's choice → eval/results/mine_<system>_test.json
+
+<system> is the models that answer (``shipped``, or ``trained`` where your own trained models
+take precedence). Scoring test reads dev's choice from the same system's dev file, else from
+``trained``'s (the settings were tuned on ``train all``'s full models).
 
 What each measures is in :mod:`perspectrum.eval.mine_quality` and :mod:`perspectrum.eval.match_quality`.
 The settings dev chooses are the defaults of :class:`perspectrum.text.mining.MineSettings` and
@@ -16,6 +20,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from benchmarks.pipeline_args import provenance
 from perspectrum._io import write_json
 from perspectrum.data import load_dataset
 from perspectrum.eval.match_quality import evaluate_match, tune_match
@@ -31,12 +36,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task", choices=("mine", "match"))
     parser.add_argument("--split", choices=("dev", "test"), default="dev",
-                        help="dev: tune, writing <task>_trained_dev.json; test: score with the settings dev chose")
+                        help="dev: tune, writing <task>_<system>_dev.json; test: score with the settings dev chose")
     args = parser.parse_args()
     dataset = load_dataset(verify=False)
     pipe = Pipeline.load(verify=False, show_progress=True)
     pipe.warm_up()
-    dev_path = RESULTS / f"{args.task}_trained_dev.json"
+    system = pipe.system
+    dev_path = RESULTS / f"{args.task}_{system}_dev.json"
+    if not dev_path.exists():
+        dev_path = RESULTS / f"{args.task}_trained_dev.json"
     if args.split == "dev":
         result = (tune_mine if args.task == "mine" else tune_match)(dataset, pipe, show_progress=True)
     else:
@@ -48,7 +56,8 @@ def main() -> None:
                      "make them so before scoring test")
         result = (evaluate_mine(dataset, pipe, show_progress=True) if args.task == "mine"
                   else evaluate_match(dataset, pipe, tuned, show_progress=True))
-    path = write_json(RESULTS / f"{args.task}_trained_{args.split}.json", result)
+    command = f"python -m benchmarks.text_tasks {args.task} --split {args.split}"
+    path = write_json(RESULTS / f"{args.task}_{system}_{args.split}.json", {**provenance(command), **result})
     print(json.dumps({k: v for k, v in result.items() if k != "tried"}, indent=1))
     print(f"wrote {path}")
 
