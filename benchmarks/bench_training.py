@@ -52,6 +52,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "minilm-fast-70": {"epochs": 1, "length_batches": True, "max_examples": 4_900, "dev_share": 0.5,
                        "base": MINILM, "quantize": True},
     "minilm-2-epochs": {"length_batches": True, "base": MINILM, "quantize": True},
+    # equivalence: half as many pairs again of evidence sentences, text like the units map groups
+    "units-0.5": {"units": 0.5},
 }
 #: Variant keys that change the task's recipe (:class:`TaskConfig`) rather than its training settings.
 RECIPE_KEYS = {f.name for f in fields(TaskConfig)} - {"params"}

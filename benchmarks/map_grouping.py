@@ -1,6 +1,7 @@
 """How `map` groups mined units into perspectives, chosen on its dev piles without the judge.
 
     python -m benchmarks.map_grouping --models-dir MODELS --units UNITS.json [--split dev]
+    python -m benchmarks.map_grouping --models-dir MODELS --units UNITS.json --grid joins --name NAME
 
 The piles are :func:`perspectrum.eval.map_quality.piles`' (each dev claim's gold evidence
 paragraphs and as many distractors); ``--units`` keeps their mined units (written when the file
@@ -18,6 +19,11 @@ main list's purity, among those with at most 1.5 main-list and 3 also-mentioned 
 gold perspective; the side rule with the highest strict per-document accuracy among those that
 give a probability (mean of confident units, confidence-weighted, weighted with the key point's
 disagreement shown unclear). Writes ``eval/results/map_grouping_shipped_<split>.json``.
+
+``--grid joins`` tries only first cuts and joins (:data:`JOINS_GRID`, no adoption, no other
+key point chooser) and merges the run, under ``NAME``, into ``map_grouping_recipes_<split>.json``:
+the same yardstick for other models on the same units (an equivalence model trained on
+unit-like text beside ``train all``'s).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from perspectrum.data import load_dataset
 from perspectrum.eval.map_quality import document_counts, judge_free, mine_piles, piles
 from perspectrum.eval.metrics import f1
 from perspectrum.models.rules import cluster_support
+from perspectrum.models.store import read_meta
 from perspectrum.pipeline.map import MapSettings, build_map
 from perspectrum.pipeline.pipeline import Pipeline
 from perspectrum.pipeline.results import side
@@ -50,6 +57,8 @@ from perspectrum.text.polarity import takes_no_side
 #: (first cut, join, adopt); None: that pass is off.
 GRID = ([(0.76, join, adopt) for join in (None, 0.75, 0.65, 0.6, 0.55, 0.5, 0.45) for adopt in (None, 0.7, 0.6, 0.5)]
         + [(0.7, join, None) for join in (None, 0.65, 0.55)])
+#: ``--grid joins``: first cuts around the shipped one (0.75) and joins, no adoption.
+JOINS_GRID = [(cut, join, None) for cut in (0.81, 0.75, 0.7, 0.65) for join in (None, 0.65, 0.55, 0.45)]
 
 
 def central_readable_key_point(members: Any, texts: Any, matrix: np.ndarray) -> int:
@@ -82,6 +91,9 @@ def side_rules(supports: list[float], stance: Stance) -> dict[str, str]:
 def main() -> None:
     parser = pipeline_parser(__doc__)
     parser.add_argument("--units", type=Path, required=True, help="mined units kept here (read if present)")
+    parser.add_argument("--grid", choices=("full", "joins"), default="full",
+                        help="full: every setting and the rule's choice; joins: cuts and joins only (JOINS_GRID)")
+    parser.add_argument("--name", default="", help="with --grid joins: the run's name in map_grouping_recipes_<split>.json")
     args = parser.parse_args()
     started = time.perf_counter()
     dataset = load_dataset()
@@ -159,27 +171,44 @@ def main() -> None:
         return out
 
     tried = []
-    for cut, join, adopt in GRID:
+    for cut, join, adopt in GRID if args.grid == "full" else JOINS_GRID:
         tried.append(run(cut, join, adopt))
         print(json.dumps({k: v for k, v in tried[-1].items() if k not in ("side_rules", "key_point_rules_broken")}),
               flush=True)
+    allowed = [row for row in tried if row["per_gold_shown"] <= 1.5 and row["per_gold_also"] <= 3]
+    best = max(allowed, key=lambda row: row["f1_quoted_purity_shown"])
+    best_side = max(best["side_rules"], key=lambda name: best["side_rules"][name]["strict"])
+    command = (f"python -m benchmarks.map_grouping --split {args.split} --units UNITS.json"
+               + (f" --grid joins --name {args.name}" if args.grid == "joins" else ""))
+    record = {**provenance(command), "system": pipe.system, "split": args.split,
+              "documents": sum(len(p.documents) for p in found), "units": sum(len(u) for u in mined),
+              "claims": len(found),
+              "rule": "highest F1 of quoted_share and purity_shown with per_gold_shown <= 1.5 and per_gold_also <= 3; "
+                      "side: highest strict per-document accuracy",
+              "chosen": {"cut": best["cut"], "join": best["join"], "adopt": best["adopt"], "side": best_side},
+              "unit_stance_accuracy": unit_accuracy(found, mined, stance.threshold)}
+    if args.grid == "joins":
+        path = args.out / f"map_grouping_recipes_{args.split}.json"
+        stored = json.loads(path.read_text()) if path.is_file() else {
+            **provenance("python -m benchmarks.map_grouping --units UNITS.json --grid joins --models-dir MODELS "
+                         "--name NAME"), "split": args.split, "rule": record["rule"], "runs": {}}
+        keep = ("system", "documents", "units", "claims", "chosen", "unit_stance_accuracy")
+        stored["runs"][args.name or pipe.system] = {
+            "command": command, **{key: record[key] for key in keep},
+            "equivalence": {key: read_meta(pipe.scorers.homes["equivalence"], "equivalence").get(key)
+                            for key in ("config", "examples", "thresholds", "dev")},
+            "tried": tried, "seconds": round(time.perf_counter() - started, 1),
+            "hardware": f"{os.cpu_count()} CPU cores ({platform.machine()})"}
+        print(write_json(path, stored))
+        print(record["chosen"])
+        return
     chooser = map_module.key_point
     map_module.key_point = central_readable_key_point
     try:
         central = run(0.76, None, None)
     finally:
         map_module.key_point = chooser
-    allowed = [row for row in tried if row["per_gold_shown"] <= 1.5 and row["per_gold_also"] <= 3]
-    best = max(allowed, key=lambda row: row["f1_quoted_purity_shown"])
-    best_side = max(best["side_rules"], key=lambda name: best["side_rules"][name]["strict"])
-    record = {**provenance(f"python -m benchmarks.map_grouping --split {args.split} --units UNITS.json"),
-              "system": pipe.system, "split": args.split,
-              "documents": sum(len(p.documents) for p in found), "units": sum(len(u) for u in mined),
-              "claims": len(found),
-              "rule": "highest F1 of quoted_share and purity_shown with per_gold_shown <= 1.5 and per_gold_also <= 3; "
-                      "side: highest strict per-document accuracy",
-              "chosen": {"cut": best["cut"], "join": best["join"], "adopt": best["adopt"], "side": best_side},
-              "unit_stance_accuracy": unit_accuracy(found, mined, stance.threshold),
+    record = {**record,
               "central_readable_key_point_chooser": {key: central[key] for key in
                                              ("perspectives", "key_points_breaking", "key_point_rules_broken")},
               "tried": tried, "seconds": round(time.perf_counter() - started, 1),

@@ -18,7 +18,7 @@ from perspectrum.models.inputs import claim_perspective_input, equivalence_input
 from perspectrum.models.rules import EVIDENCE_STRIDE
 from perspectrum.text.claim_forms import rephrase
 from perspectrum.text.polarity import negate
-from perspectrum.text.sentences import windows
+from perspectrum.text.sentences import sentences, windows
 
 
 @dataclass
@@ -175,4 +175,42 @@ def equivalence_examples(
                     p, q = q, p
                 first, second = dataset.perspectives[p].text, dataset.perspectives[q].text
                 out.add(equivalence_input(claim.text, first, second), target)
+    return out
+
+
+#: The evidence sentences :func:`unit_equivalence_examples` pairs: as long as the units ``mine`` finds.
+UNIT_WORDS = (6, 40)
+
+
+def unit_equivalence_examples(dataset: Dataset, claims: Sequence[Claim], count: int, seed: int) -> Examples:
+    """``count`` pairs of evidence sentences, about half of them positive: two sentences of
+    different evidence paragraphs that one gold cluster cites make its point (the units ``map``
+    groups are read from such text, one document each); a sentence of another cluster of the same
+    claim is a hard negative. Sentences of :data:`UNIT_WORDS` words, only those of paragraphs no
+    other cluster of the claim cites (their label would be ambiguous); each pair's order drawn at random."""
+    rng = random.Random(seed)
+    same: list[tuple[str, str, str]] = []
+    different: list[tuple[str, str, str]] = []
+    for claim in claims:
+        citing: dict[int, set[int]] = {}
+        for index, cluster in enumerate(claim.clusters):
+            for eid in cluster.evidence:
+                citing.setdefault(eid, set()).add(index)
+        said: list[list[tuple[int, str]]] = []  # per cluster: (paragraph, sentence)
+        for index, cluster in enumerate(claim.clusters):
+            found = dict.fromkeys((eid, s) for eid in cluster.evidence if citing[eid] == {index}
+                                  for s in sentences(dataset.evidence[eid].text)
+                                  if UNIT_WORDS[0] <= len(s.split()) <= UNIT_WORDS[1])
+            said.append(list(found))
+        for index, mine in enumerate(said):
+            others = [s for j, theirs in enumerate(said) if j > index for _, s in theirs]
+            same += [(claim.text, a, b) for (p, a), (q, b) in combinations(mine, 2) if p != q]
+            different += [(claim.text, a, b) for _, a in mine for b in others]
+    out = Examples()
+    half = count // 2
+    for target, pool, n in ((1.0, same, half), (0.0, different, count - half)):
+        for text, a, b in rng.sample(pool, min(n, len(pool))):
+            if rng.random() < 0.5:
+                a, b = b, a
+            out.add(equivalence_input(text, a, b), target)
     return out

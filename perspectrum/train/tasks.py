@@ -22,7 +22,8 @@ from perspectrum.data import Claim, Dataset
 from perspectrum.eval import trained
 from perspectrum.eval.metrics import percent
 from perspectrum.train.examples import (counterfactual_examples, equivalence_examples, evidence_examples, Examples,
-                                        forms_examples, relevance_examples, stance_examples)
+                                        forms_examples, relevance_examples, stance_examples,
+                                        unit_equivalence_examples)
 from perspectrum.index.store import IndexStore
 from perspectrum.models.store import load_task, read_meta, save_ranker, save_task, update_meta
 from perspectrum.models.evidence_ranker import EvidenceRanker, Featurizer
@@ -67,6 +68,7 @@ class TaskConfig:
     counterfactual: float = 0.0
     forms: float = 0.0
     evidence: float = 0.0
+    units: float = 0.0
 
 
 #: Batches of similar length (``length_batches``) cut padding: on dev, relevance trained in 382 s
@@ -135,6 +137,11 @@ def build_examples(task: str, dataset: Dataset, claims: list[Claim], store: Inde
     elif task == "equivalence":
         examples = equivalence_examples(dataset, claims, ratio, seed)
         how = f"pairs within a gold cluster positive; {ratio:g} cross-cluster pairs per positive"
+        if config.units:
+            said = unit_equivalence_examples(dataset, claims, round(config.units * len(examples)), seed + 4)
+            examples = Examples(examples.pairs + said.pairs, examples.targets + said.targets)
+            how += (f"; {len(said):,} pairs of evidence sentences, one cluster's positive, "
+                    "another cluster's of the claim negative")
     else:
         raise ValueError(f"unknown task {task!r}")
     sampled = examples.sample(config.max_examples, seed)
@@ -225,7 +232,7 @@ def train_task(
         "config": {"negatives_per_positive": config.negatives_per_positive,
                    "max_examples": config.max_examples, "soft_labels": config.soft_labels,
                    "counterfactual": config.counterfactual, "forms": config.forms,
-                   "evidence": config.evidence},
+                   "evidence": config.evidence, "units": config.units},
         "examples": {"examples": len(examples), "positives": examples.positives, "how": how,
                      "build_seconds": round(build_seconds, 1)},
         "runs": runs,

@@ -6,7 +6,8 @@ from itertools import combinations
 
 from perspectrum.encoders.cross_encoder import SEP
 from perspectrum.data import Cluster
-from perspectrum.train.examples import equivalence_examples, relevance_examples, stance_examples, stance_target
+from perspectrum.train.examples import (UNIT_WORDS, equivalence_examples, relevance_examples, stance_examples,
+                                        stance_target, unit_equivalence_examples)
 from perspectrum.text.sentences import sentences, window_sentences, window_starts, windows
 
 
@@ -61,6 +62,30 @@ def test_equivalence_pairs_within_clusters_positive_across_negative(dataset):
         positives += target == 1.0
     # every within-cluster pair of the train claims is a positive, once
     assert positives == sum(len(list(combinations(k.pids, 2))) for c in claims for k in c.clusters)
+
+
+def test_unit_pairs_join_one_clusters_paragraphs_and_part_other_clusters(dataset):
+    claims = dataset.split("train")
+    owner: dict[tuple[str, str], set[int]] = {}  # (claim, sentence) -> the clusters whose evidence holds it
+    paragraphs: dict[tuple[str, str], set[int]] = {}  # (claim, sentence) -> the paragraphs holding it
+    for claim in claims:
+        for index, cluster in enumerate(claim.clusters):
+            for eid in cluster.evidence:
+                for sentence in sentences(dataset.evidence[eid].text):
+                    owner.setdefault((claim.text, sentence), set()).add(index)
+                    paragraphs.setdefault((claim.text, sentence), set()).add(eid)
+    out = unit_equivalence_examples(dataset, claims, count=40, seed=5)
+    assert 0 < len(out) <= 40 and 0 < out.positives < len(out)
+    for (a, b), target in zip(out.pairs, out.targets):
+        claim_text, first = a.split(f" {SEP} ")
+        assert UNIT_WORDS[0] <= len(first.split()) <= UNIT_WORDS[1]
+        mine, theirs = owner[(claim_text, first)], owner[(claim_text, b)]
+        assert len(mine) == len(theirs) == 1  # sentences of paragraphs one cluster alone cites
+        if target == 1.0:
+            assert mine == theirs and paragraphs[(claim_text, first)] != paragraphs[(claim_text, b)]
+        else:
+            assert mine != theirs
+    assert unit_equivalence_examples(dataset, claims, count=40, seed=5).pairs == out.pairs
 
 
 def test_windows_are_three_sentences_and_cover_the_paragraph():
