@@ -118,3 +118,20 @@ def test_same_seed_same_examples_other_seed_other_sample(dataset):
     assert first.pairs != other.pairs
     assert first.sample(5, seed=1).pairs == first.sample(5, seed=1).pairs
     assert len(first.sample(5, seed=1)) == 5 and first.sample(None, seed=1) is first
+
+
+def test_units_join_the_equivalence_pairs_when_asked(dataset):
+    """`TaskConfig(units=s)` adds a seeded sample of s × (pairs) unit pairs after the perspective pairs."""
+    from dataclasses import replace
+
+    from perspectrum.train.tasks import CONFIGS, build_examples
+
+    claims = dataset.split("train")
+    recipe = CONFIGS["equivalence"]
+    plain, plain_how = build_examples("equivalence", dataset, claims, None, recipe, seed=13)
+    assert "evidence sentences" not in plain_how
+    mixed, how = build_examples("equivalence", dataset, claims, None, replace(recipe, units=0.5), seed=13)
+    added = unit_equivalence_examples(dataset, claims, count=round(0.5 * len(plain)), seed=13 + 4)
+    assert 0 < len(added) <= round(0.5 * len(plain))
+    assert mixed.pairs == plain.pairs + added.pairs and mixed.targets == plain.targets + added.targets
+    assert "pairs of evidence sentences" in how
