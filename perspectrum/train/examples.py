@@ -35,6 +35,10 @@ class Examples:
     def __len__(self) -> int:
         return len(self.pairs)
 
+    def __add__(self, other: Examples) -> Examples:
+        """These examples, then ``other``'s, in order."""
+        return Examples(self.pairs + other.pairs, self.targets + other.targets)
+
     @property
     def positives(self) -> int:
         return sum(t >= 0.5 for t in self.targets)

@@ -55,6 +55,10 @@ class TaskConfig:
         evidence: stance only — windows of the gold clusters' evidence paragraphs with the
             cluster's target (:func:`~perspectrum.train.examples.evidence_examples`), this many
             per pair drawn so far (a seeded sample), before the ``max_examples`` sample.
+        units: equivalence only — pairs of evidence sentences, two of one gold cluster's
+            paragraphs positive, one of another cluster's negative
+            (:func:`~perspectrum.train.examples.unit_equivalence_examples`), this many per
+            perspective pair (a seeded draw), before the ``max_examples`` sample.
     """
 
     params: TrainParams
@@ -122,24 +126,24 @@ def build_examples(task: str, dataset: Dataset, claims: list[Claim], store: Inde
         if config.counterfactual:
             opposite = counterfactual_examples(dataset, claims, soft=config.soft_labels)
             opposite = opposite.sample(round(config.counterfactual * len(examples)), seed + 1)
-            examples = Examples(examples.pairs + opposite.pairs, examples.targets + opposite.targets)
+            examples = examples + opposite
             how += f"; {len(opposite):,} more under the claims' negations, targets flipped"
         if config.forms:
             restated = forms_examples(dataset, claims, soft=config.soft_labels)
             restated = restated.sample(round(config.forms * len(examples)), seed + 3)
-            examples = Examples(examples.pairs + restated.pairs, examples.targets + restated.targets)
+            examples = examples + restated
             how += f"; {len(restated):,} more under the claims as questions or motions, targets kept"
         if config.evidence:
             backing = evidence_examples(dataset, claims, soft=config.soft_labels)
             backing = backing.sample(round(config.evidence * len(examples)), seed + 2)
-            examples = Examples(examples.pairs + backing.pairs, examples.targets + backing.targets)
+            examples = examples + backing
             how += f"; {len(backing):,} windows of the clusters' evidence, the cluster's target"
     elif task == "equivalence":
         examples = equivalence_examples(dataset, claims, ratio, seed)
         how = f"pairs within a gold cluster positive; {ratio:g} cross-cluster pairs per positive"
         if config.units:
             said = unit_equivalence_examples(dataset, claims, round(config.units * len(examples)), seed + 4)
-            examples = Examples(examples.pairs + said.pairs, examples.targets + said.targets)
+            examples = examples + said
             how += (f"; {len(said):,} pairs of evidence sentences, one cluster's positive, "
                     "another cluster's of the claim negative")
     else:
